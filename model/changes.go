@@ -1,0 +1,74 @@
+package model
+
+import (
+	"maps"
+	"time"
+)
+
+// KeySet is a set of keys of one kind.
+type KeySet[K comparable] map[K]struct{}
+
+// Add adds k to the set, allocating it on first use.
+func (s *KeySet[K]) Add(k K) {
+	if *s == nil {
+		*s = make(KeySet[K])
+	}
+	(*s)[k] = struct{}{}
+}
+
+// Has reports whether k is in the set.
+func (s KeySet[K]) Has(k K) bool {
+	_, ok := s[k]
+	return ok
+}
+
+// Changes are the keys whose values differ between two snapshots, per kind.
+type Changes struct {
+	// Full asks a backend to ignore the keys and make the kernel match the whole
+	// state, reading back its own objects: the first sync, the periodic drift
+	// check, and every sync after a failure.
+	Full bool
+
+	Pods         KeySet[PodKey]
+	Namespaces   KeySet[string]
+	Policies     KeySet[PolicyKey]
+	ServicePorts KeySet[ServicePortKey]
+	Endpoints    KeySet[ServicePortKey]
+	Nodes        KeySet[string]
+
+	// Since is when the oldest of these changes was observed; zero when there
+	// are none. It measures event-to-kernel latency.
+	Since time.Time
+}
+
+// Len is the number of changed keys of all kinds.
+func (c *Changes) Len() int {
+	return len(c.Pods) + len(c.Namespaces) + len(c.Policies) + len(c.ServicePorts) + len(c.Endpoints) + len(c.Nodes)
+}
+
+// Empty reports whether nothing changed and no full sync is asked for.
+func (c *Changes) Empty() bool { return !c.Full && c.Len() == 0 }
+
+// Merge adds o's keys to c, so that a backend that missed a sync can catch up.
+func (c *Changes) Merge(o *Changes) {
+	c.Full = c.Full || o.Full
+	mergeSet(&c.Pods, o.Pods)
+	mergeSet(&c.Namespaces, o.Namespaces)
+	mergeSet(&c.Policies, o.Policies)
+	mergeSet(&c.ServicePorts, o.ServicePorts)
+	mergeSet(&c.Endpoints, o.Endpoints)
+	mergeSet(&c.Nodes, o.Nodes)
+	if c.Since.IsZero() || (!o.Since.IsZero() && o.Since.Before(c.Since)) {
+		c.Since = o.Since
+	}
+}
+
+func mergeSet[K comparable](dst *KeySet[K], src KeySet[K]) {
+	if len(src) == 0 {
+		return
+	}
+	if *dst == nil {
+		*dst = make(KeySet[K], len(src))
+	}
+	maps.Copy(*dst, src)
+}
