@@ -1,0 +1,166 @@
+// Command nfrouter is the node agent: it watches the cluster (or reads
+// manifests) and programs the node's firewall, service proxy and routes through
+// netlink, never by starting a process.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+
+	"github.com/nfrouter/nfrouter/model"
+	"github.com/nfrouter/nfrouter/watch"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the whole command, with its outputs passed in so tests can drive it.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseOptions(args)
+	var help *helpRequested
+	if errors.As(err, &help) {
+		fmt.Fprint(stdout, help.usage)
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "nfrouter: %v (see --help)\n", err)
+		return exitUsage
+	}
+	if o.version {
+		fmt.Fprintln(stdout, "nfrouter", version)
+		return exitOK
+	}
+	log := newLogger(stderr, o.logFormat, o.verbosity)
+	if err := agent(ctx, o, log); err != nil {
+		log.Error("nfrouter failed", "error", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// agent wires the model, the source of objects, the backends and the servers,
+// and runs until ctx is done (or one sync, with --once).
+func agent(ctx context.Context, o *options, log *slog.Logger) error {
+	nodeName, err := resolveNodeName(o.hostnameOverride)
+	if err != nil {
+		return err
+	}
+	log = log.With("node", nodeName)
+	log.Info("Starting nfrouter", "version", version, "once", o.once)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := watch.NewMetrics(reg)
+
+	backends, err := newBackends(o, nodeName, log, reg)
+	if err != nil {
+		return err
+	}
+	store := model.NewStore(nil)
+	health := watch.NewHealth(clock.RealClock{}, o.syncPeriod)
+	runner := watch.NewRunner(watch.RunnerConfig{
+		Store:       store,
+		Backends:    backends,
+		MinInterval: o.minSyncInterval,
+		Period:      o.syncPeriod,
+		Log:         log,
+		Metrics:     metrics,
+		Health:      health,
+	})
+	feeder := watch.NewFeeder(store, runner.Notify, log, metrics)
+
+	if !o.once {
+		if o.metricsPort != 0 {
+			if err := serveMetrics(ctx, o.metricsAddr, o.metricsPort, o.metricsPath, reg, log); err != nil {
+				return err
+			}
+		}
+		if o.healthPort != 0 {
+			if err := serveHealth(ctx, o.healthAddr, o.healthPort, health.Check, log); err != nil {
+				return err
+			}
+		}
+	}
+
+	if err := loadObjects(ctx, o, feeder, log); err != nil {
+		return err
+	}
+	if o.once {
+		start := time.Now()
+		if err := runner.SyncOnce(ctx); err != nil {
+			return fmt.Errorf("sync: %w", err)
+		}
+		log.Info("Synced once", "backends", len(backends), "duration", time.Since(start).Round(time.Microsecond))
+		return nil
+	}
+	err = runner.Run(ctx)
+	log.Info("Stopped", "reason", context.Cause(ctx))
+	return err
+}
+
+// loadObjects fills the model from manifests or from the API server's
+// informers, which keep feeding it until ctx is done.
+func loadObjects(ctx context.Context, o *options, f *watch.Feeder, log *slog.Logger) error {
+	if o.manifests != "" {
+		start := time.Now()
+		n, errs := watch.LoadManifests(o.manifests, f)
+		for _, err := range errs {
+			log.Error("Skipping manifest object", "error", err)
+		}
+		log.Info("Loaded manifests", "path", o.manifests, "objects", n, "skipped", len(errs),
+			"duration", time.Since(start).Round(time.Microsecond))
+		return nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags(o.master, o.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubernetes client config: %w", err)
+	}
+	cfg.UserAgent = "nfrouter/" + version
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	return watch.StartInformers(ctx, client, f, o.cacheSyncTimeout, log)
+}
+
+// resolveNodeName applies kube-router's order: the flag, $NODE_NAME, the host
+// name.
+func resolveNodeName(override string) (string, error) {
+	if override != "" {
+		return override, nil
+	}
+	if n := os.Getenv("NODE_NAME"); n != "" {
+		return n, nil
+	}
+	h, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("node name: set --hostname-override or NODE_NAME: %w", err)
+	}
+	return h, nil
+}

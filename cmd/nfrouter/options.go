@@ -1,0 +1,115 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// options are the command-line flags. Names follow kube-router's where the
+// meaning is the same, so that a kube-router DaemonSet's arguments carry over.
+type options struct {
+	kubeconfig       string
+	master           string
+	manifests        string
+	hostnameOverride string
+
+	runFirewall     bool
+	runServiceProxy bool
+	runRouter       bool
+
+	cacheSyncTimeout time.Duration
+	syncPeriod       time.Duration
+	minSyncInterval  time.Duration
+
+	metricsAddr string
+	metricsPort uint16
+	metricsPath string
+	healthAddr  string
+	healthPort  uint16
+
+	verbosity int
+	logFormat string
+	once      bool
+	version   bool
+}
+
+// helpRequested is returned by parseOptions for --help; it carries the usage.
+type helpRequested struct{ usage string }
+
+func (h *helpRequested) Error() string { return "help requested" }
+
+// parseOptions parses and validates args. Errors are one line naming the flag.
+func parseOptions(args []string) (*options, error) {
+	o := &options{}
+	fs := pflag.NewFlagSet("nfrouter", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig file; in-cluster configuration when neither this nor --master is given.")
+	fs.StringVar(&o.master, "master", "", "Address of the Kubernetes API server (overrides the kubeconfig's).")
+	fs.StringVar(&o.manifests, "manifests", "", "Read objects from this YAML/JSON file or directory instead of an API server.")
+	fs.StringVar(&o.hostnameOverride, "hostname-override", "", "This node's name; defaults to $NODE_NAME, then the host name.")
+
+	fs.BoolVar(&o.runFirewall, "run-firewall", true, "Enforce NetworkPolicies.")
+	fs.BoolVar(&o.runServiceProxy, "run-service-proxy", true, "Proxy services.")
+	fs.BoolVar(&o.runRouter, "run-router", true, "Route pod networks with BGP.")
+
+	fs.DurationVar(&o.cacheSyncTimeout, "cache-sync-timeout", time.Minute, "How long to wait for the informer caches to sync at start.")
+	fs.DurationVar(&o.syncPeriod, "sync-period", 5*time.Minute, "Interval of full syncs that read back the kernel state and repair drift.")
+	fs.DurationVar(&o.minSyncInterval, "min-sync-interval", 100*time.Millisecond, "Least time between two syncs; changes arriving sooner are coalesced.")
+
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "Address to serve Prometheus metrics on (all addresses when empty).")
+	fs.Uint16Var(&o.metricsPort, "metrics-port", 0, "Port to serve Prometheus metrics on; 0 disables.")
+	fs.StringVar(&o.metricsPath, "metrics-path", "/metrics", "Path of the metrics endpoint.")
+	fs.StringVar(&o.healthAddr, "health-addr", "", "Address to serve /healthz on (all addresses when empty).")
+	fs.Uint16Var(&o.healthPort, "health-port", 20244, "Port to serve /healthz on; 0 disables.")
+
+	fs.IntVarP(&o.verbosity, "v", "v", 0, "Log verbosity: 0 logs state changes, 1 and more add per-event detail.")
+	fs.StringVar(&o.logFormat, "log-format", "", "Log format, text or json; text on a terminal, json otherwise.")
+	fs.BoolVar(&o.once, "once", false, "Run one full sync, then exit: non-zero when it failed.")
+	fs.BoolVar(&o.version, "version", false, "Print the version and exit.")
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil, &helpRequested{usage: "Usage of nfrouter:\n" + fs.FlagUsages()}
+		}
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return o, o.validate()
+}
+
+func (o *options) validate() error {
+	var errs []string
+	if o.manifests != "" && (o.kubeconfig != "" || o.master != "") {
+		errs = append(errs, "--manifests cannot be combined with --kubeconfig or --master")
+	}
+	switch o.logFormat {
+	case "", "text", "json":
+	default:
+		errs = append(errs, fmt.Sprintf("--log-format must be text or json, not %q", o.logFormat))
+	}
+	if o.syncPeriod <= 0 {
+		errs = append(errs, fmt.Sprintf("--sync-period must be positive, not %s", o.syncPeriod))
+	}
+	if o.minSyncInterval < 0 || o.minSyncInterval > o.syncPeriod {
+		errs = append(errs, fmt.Sprintf("--min-sync-interval must be between 0 and --sync-period, not %s", o.minSyncInterval))
+	}
+	if o.cacheSyncTimeout <= 0 {
+		errs = append(errs, fmt.Sprintf("--cache-sync-timeout must be positive, not %s", o.cacheSyncTimeout))
+	}
+	if o.verbosity < 0 {
+		errs = append(errs, fmt.Sprintf("-v must not be negative, not %d", o.verbosity))
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}

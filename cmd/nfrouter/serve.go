@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// serveMetrics serves Prometheus metrics from reg until ctx is done.
+func serveMetrics(ctx context.Context, addr string, port uint16, path string, reg *prometheus.Registry, log *slog.Logger) error {
+	mux := http.NewServeMux()
+	mux.Handle(path, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	return serve(ctx, "metrics", net.JoinHostPort(addr, strconv.Itoa(int(port))), mux, log)
+}
+
+// serveHealth serves /healthz: 200 while check passes, 503 with the reason
+// otherwise.
+func serveHealth(ctx context.Context, addr string, port uint16, check func() error, log *slog.Logger) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := check(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return serve(ctx, "health", net.JoinHostPort(addr, strconv.Itoa(int(port))), mux, log)
+}
+
+// serve listens at once, so that a busy port fails start-up, and serves in the
+// background until ctx is done.
+func serve(ctx context.Context, name, addr string, h http.Handler, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s server: %w", name, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shutdownCtx) //nolint:errcheck // best effort at exit
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("Server stopped", "server", name, "error", err)
+		}
+	}()
+	log.Info("Serving", "server", name, "addr", ln.Addr().String())
+	return nil
+}
