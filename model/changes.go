@@ -72,3 +72,45 @@ func mergeSet[K comparable](dst *KeySet[K], src KeySet[K]) {
 	}
 	maps.Copy(*dst, src)
 }
+
+// Kinds is a set of object kinds, for a backend to say which changes it reads.
+type Kinds uint8
+
+// The kinds of Changes.
+const (
+	KindPods Kinds = 1 << iota
+	KindNamespaces
+	KindPolicies
+	KindServicePorts
+	KindEndpoints
+	KindNodes
+
+	AllKinds = KindPods | KindNamespaces | KindPolicies | KindServicePorts | KindEndpoints | KindNodes
+)
+
+// Only returns the changes of the given kinds; the result shares c's sets.
+func (c *Changes) Only(k Kinds) *Changes {
+	out := &Changes{Full: c.Full}
+	if k&KindPods != 0 {
+		out.Pods = c.Pods
+	}
+	if k&KindNamespaces != 0 {
+		out.Namespaces = c.Namespaces
+	}
+	if k&KindPolicies != 0 {
+		out.Policies = c.Policies
+	}
+	if k&KindServicePorts != 0 {
+		out.ServicePorts = c.ServicePorts
+	}
+	if k&KindEndpoints != 0 {
+		out.Endpoints = c.Endpoints
+	}
+	if k&KindNodes != 0 {
+		out.Nodes = c.Nodes
+	}
+	if out.Len() > 0 {
+		out.Since = c.Since
+	}
+	return out
+}

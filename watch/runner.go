@@ -146,11 +146,9 @@ func (r *Runner) syncAll(ctx context.Context, reason string) error {
 	var errs []error
 	for i := range r.states {
 		b := &r.states[i]
-		c := changes
+		c := changes.Only(b.Kinds())
 		if reason == ReasonPeriodic || b.needFull {
-			full := *changes
-			full.Full = true
-			c = &full
+			c.Full = true
 		}
 		if c.Empty() {
 			continue
