@@ -1,0 +1,91 @@
+package ruleset
+
+import (
+	"maps"
+	"slices"
+)
+
+// Table is the desired content of one nftables table, written by planners and
+// read by the applier. It is not safe for concurrent use.
+type Table struct {
+	Family string // "inet"
+	Name   string
+	Chains map[string]*Chain
+	Sets   map[string]*Set
+
+	// dirtyChains and dirtySets journal the names changed since TakeDirty.
+	dirtyChains, dirtySets map[string]struct{}
+}
+
+// NewTable returns an empty table.
+func NewTable(family, name string) *Table {
+	return &Table{Family: family, Name: name, Chains: map[string]*Chain{}, Sets: map[string]*Set{},
+		dirtyChains: map[string]struct{}{}, dirtySets: map[string]struct{}{}}
+}
+
+// PutChain sets a chain, noting a change only if it differs.
+func (t *Table) PutChain(c *Chain) {
+	if old := t.Chains[c.Name]; old.Equal(c) {
+		return
+	}
+	t.Chains[c.Name] = c
+	t.dirtyChains[c.Name] = struct{}{}
+}
+
+// DeleteChain removes a chain.
+func (t *Table) DeleteChain(name string) {
+	if _, ok := t.Chains[name]; ok {
+		delete(t.Chains, name)
+		t.dirtyChains[name] = struct{}{}
+	}
+}
+
+// PutSet defines a set; an existing set with the same definition keeps its
+// elements.
+func (t *Table) PutSet(s Set) {
+	if old := t.Sets[s.Name]; old != nil && old.SameDef(&s) {
+		return
+	}
+	s.Elements = map[Element]int{}
+	t.Sets[s.Name] = &s
+	t.dirtySets[s.Name] = struct{}{}
+}
+
+// DeleteSet removes a set.
+func (t *Table) DeleteSet(name string) {
+	if _, ok := t.Sets[name]; ok {
+		delete(t.Sets, name)
+		t.dirtySets[name] = struct{}{}
+	}
+}
+
+// AddElement adds one reason for e to be in set; the set must exist.
+func (t *Table) AddElement(set string, e Element) {
+	s := t.Sets[set]
+	if s.Elements[e]++; s.Elements[e] == 1 {
+		t.dirtySets[set] = struct{}{}
+	}
+}
+
+// RemoveElement removes one reason for e to be in set; a missing set or element
+// is ignored.
+func (t *Table) RemoveElement(set string, e Element) {
+	s := t.Sets[set]
+	if s == nil || s.Elements[e] == 0 {
+		return
+	}
+	if s.Elements[e]--; s.Elements[e] == 0 {
+		delete(s.Elements, e)
+		t.dirtySets[set] = struct{}{}
+	}
+}
+
+// TakeDirty returns the names of chains and sets changed since the last call,
+// sorted, and clears the journal.
+func (t *Table) TakeDirty() (chains, sets []string) {
+	chains = slices.Sorted(maps.Keys(t.dirtyChains))
+	sets = slices.Sorted(maps.Keys(t.dirtySets))
+	clear(t.dirtyChains)
+	clear(t.dirtySets)
+	return chains, sets
+}
