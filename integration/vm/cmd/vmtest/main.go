@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	vmtest -cache DIR [-kernels 6.1,6.12] [-timeout 5m] [-accel ""|tcg|kvm] PACKAGE... [-- TEST FLAGS]
+//	vmtest -cache DIR [-kernels 6.1,6.12] [-timeout 5m] [-accel tcg|kvm] PACKAGE... [-- TEST FLAGS]
 //
 // Test flags after "--" go to every test binary, e.g. "-- -test.v -test.run=TestIPVS".
 package main
@@ -46,7 +46,7 @@ func parseFlags() (*config, error) {
 	flag.StringVar(&c.cacheDir, "cache", os.Getenv("NFROUTER_VM_CACHE"), "kernel cache directory (default $NFROUTER_VM_CACHE)")
 	flag.StringVar(&kernels, "kernels", "6.1,6.12", "comma-separated kernels: names of vm.DefaultKernels or name=metapackage")
 	flag.DurationVar(&c.timeout, "timeout", 5*time.Minute, "limit for one boot")
-	flag.StringVar(&c.accel, "accel", "", `qemu accelerator: "tcg", "kvm", or "" for KVM where it works`)
+	flag.StringVar(&c.accel, "accel", "tcg", `qemu accelerator: "tcg" (software emulation) or "kvm"`)
 	flag.Parse()
 	args := flag.Args()
 	if i := slices.Index(args, "--"); i >= 0 {
