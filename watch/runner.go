@@ -97,9 +97,11 @@ func (r *Runner) Run(ctx context.Context) error {
 	defer stopRetry()
 
 	reason := ReasonInitial
+	var last time.Time
 	for {
-		r.syncAll(ctx, reason)
-		last := c.Now()
+		if synced, _ := r.syncAll(ctx, reason); synced {
+			last = c.Now()
+		}
 		stopRetry()
 		if d, ok := r.retryDelay(); ok {
 			retry = c.NewTimer(d)
@@ -135,14 +137,17 @@ func (r *Runner) SyncOnce(ctx context.Context) error {
 	for i := range r.states {
 		r.states[i].needFull = true
 	}
-	return r.syncAll(ctx, ReasonInitial)
+	_, err := r.syncAll(ctx, ReasonInitial)
+	return err
 }
 
 // syncAll takes one snapshot and hands it to every backend that has something
 // to do. A periodic sync is full for every backend; after a failure a backend
-// gets full syncs until one succeeds, since it may have missed changes.
-func (r *Runner) syncAll(ctx context.Context, reason string) error {
+// gets full syncs until one succeeds, since it may have missed changes. It
+// reports whether any backend synced.
+func (r *Runner) syncAll(ctx context.Context, reason string) (bool, error) {
 	state, changes := r.cfg.Store.Snapshot()
+	synced := false
 	var errs []error
 	for i := range r.states {
 		b := &r.states[i]
@@ -153,11 +158,12 @@ func (r *Runner) syncAll(ctx context.Context, reason string) error {
 		if c.Empty() {
 			continue
 		}
+		synced = true
 		if err := r.syncBackend(ctx, b, state, c, reason); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return synced, errors.Join(errs...)
 }
 
 func (r *Runner) syncBackend(ctx context.Context, b *backendState, state *model.State, c *model.Changes, reason string) error {

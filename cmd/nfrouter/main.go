@@ -131,9 +131,9 @@ func loadObjects(ctx context.Context, o *options, f *watch.Feeder, log *slog.Log
 		start := time.Now()
 		n, errs := watch.LoadManifests(o.manifests, f)
 		for _, err := range errs {
-			log.Error("Skipping manifest object", "error", err)
+			log.Error("Invalid manifest object", "error", err)
 		}
-		log.Info("Loaded manifests", "path", o.manifests, "objects", n, "skipped", len(errs),
+		log.Info("Loaded manifests", "path", o.manifests, "objects", n, "invalid", len(errs),
 			"duration", time.Since(start).Round(time.Microsecond))
 		return nil
 	}
