@@ -31,6 +31,8 @@ type Initramfs struct {
 	ModulesDir string
 	// Modules are loaded by the guest in this order.
 	Modules []Module
+	// Files are further host files, e.g. programs from ResolveTools.
+	Files []GuestFile
 }
 
 // Encode writes the archive as uncompressed newc cpio.
@@ -59,6 +61,9 @@ func (i Initramfs) Encode(w io.Writer) error {
 	if err := i.addModules(c); err != nil {
 		return fmt.Errorf("initramfs: %w", err)
 	}
+	if err := addFiles(c, i.Files); err != nil {
+		return fmt.Errorf("initramfs: %w", err)
+	}
 	if err := c.Close(); err != nil {
 		return fmt.Errorf("initramfs: %w", err)
 	}
@@ -81,6 +86,32 @@ func (i Initramfs) addModules(c *cpioWriter) error {
 		list.WriteString("\n")
 	}
 	return c.Bytes(guestModuleList, 0o644, []byte(list.String()))
+}
+
+// addFiles copies host files, creating their parent directories first.
+func addFiles(c *cpioWriter, files []GuestFile) error {
+	made := map[string]bool{}
+	var mkdirAll func(dir string) error
+	mkdirAll = func(dir string) error {
+		if dir == "." || made[dir] {
+			return nil
+		}
+		if err := mkdirAll(path.Dir(dir)); err != nil {
+			return err
+		}
+		made[dir] = true
+		// The kernel's unpacker accepts a directory entry that already exists.
+		return c.Dir(dir)
+	}
+	for _, f := range files {
+		if err := mkdirAll(path.Dir(f.Dst)); err != nil {
+			return err
+		}
+		if err := c.File(f.Dst, f.Mode, f.Src); err != nil {
+			return fmt.Errorf("%s: %w", f.Dst, err)
+		}
+	}
+	return nil
 }
 
 // addTree copies the directory tree src to dst inside the archive.

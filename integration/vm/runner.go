@@ -49,11 +49,19 @@ func (r *Runner) Run(ctx context.Context, k *Kernel, pkg *TestPackage, args []st
 	if err != nil {
 		return Result{}, fmt.Errorf("run %s on %s: %w", pkg.ImportPath, k.Spec.Name, err)
 	}
-	names, err := packageModules(pkg, r.Modules)
+	names, err := packageList(pkg, PackageModulesFile, r.Modules)
 	if err != nil {
 		return Result{}, fmt.Errorf("run %s on %s: %w", pkg.ImportPath, k.Spec.Name, err)
 	}
 	mods, err := idx.Resolve(names)
+	if err != nil {
+		return Result{}, fmt.Errorf("run %s on %s: %w", pkg.ImportPath, k.Spec.Name, err)
+	}
+	toolNames, err := packageList(pkg, PackageToolsFile, nil)
+	if err != nil {
+		return Result{}, fmt.Errorf("run %s on %s: %w", pkg.ImportPath, k.Spec.Name, err)
+	}
+	tools, err := ResolveTools(toolNames)
 	if err != nil {
 		return Result{}, fmt.Errorf("run %s on %s: %w", pkg.ImportPath, k.Spec.Name, err)
 	}
@@ -69,6 +77,7 @@ func (r *Runner) Run(ctx context.Context, k *Kernel, pkg *TestPackage, args []st
 		TestData:   pkg.TestData,
 		ModulesDir: k.ModulesDir(),
 		Modules:    mods,
+		Files:      tools,
 	}
 	if err := img.WriteFile(f.Name()); err != nil {
 		return Result{}, fmt.Errorf("run %s on %s: %w", pkg.ImportPath, k.Spec.Name, err)
@@ -88,14 +97,14 @@ func (r *Runner) Run(ctx context.Context, k *Kernel, pkg *TestPackage, args []st
 	return res, nil
 }
 
-// packageModules returns base followed by the modules named in the package's
-// testdata/vm-modules file, if it has one.
-func packageModules(pkg *TestPackage, base []string) ([]string, error) {
+// packageList returns base followed by the names listed in the package's
+// testdata file of that name, if it has one.
+func packageList(pkg *TestPackage, file string, base []string) ([]string, error) {
 	names := append([]string(nil), base...)
 	if pkg.TestData == "" {
 		return names, nil
 	}
-	err := eachLine(filepath.Join(pkg.TestData, PackageModulesFile), func(line string) {
+	err := eachLine(filepath.Join(pkg.TestData, file), func(line string) {
 		if name, _, _ := strings.Cut(line, "#"); strings.TrimSpace(name) != "" {
 			names = append(names, strings.TrimSpace(name))
 		}

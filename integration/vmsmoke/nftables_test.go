@@ -2,7 +2,9 @@ package vmsmoke
 
 import (
 	"net/netip"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/nftables"
@@ -61,5 +63,28 @@ func TestNFTablesTable(t *testing.T) {
 	slices.SortFunc(gotAddrs, netip.Addr.Compare)
 	if !slices.Equal(gotAddrs, want) {
 		t.Errorf("set elements read back as %v, want %v", gotAddrs, want)
+	}
+
+	// nft itself must read back what google/nftables wrote (in a guest it
+	// comes from testdata/vm-tools).
+	if _, err := exec.LookPath("nft"); err != nil {
+		if kerneltest.InGuest() {
+			t.Fatalf("nft missing in the guest: %v", err)
+		}
+		t.Logf("nft not installed, ruleset not read back with it: %v", err)
+		return
+	}
+	var out []byte
+	err = kerneltest.Do(ns, func() (err error) {
+		out, err = exec.Command("nft", "list", "table", "inet", table.Name).CombinedOutput()
+		return err
+	})
+	if err != nil {
+		t.Fatalf("nft list table: %v: %s", err, out)
+	}
+	for _, want := range []string{"set pods", "10.244.1.2", "hook forward priority filter"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("nft list table lacks %q:\n%s", want, out)
+		}
 	}
 }

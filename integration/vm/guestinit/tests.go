@@ -17,6 +17,9 @@ func runTests(binary, dir string, args []string) int {
 	cmd.Stderr = os.Stderr
 	cmd.Env = []string{
 		"PATH=/bin:/sbin",
+		// Host programs that tests run bring their libraries here (package
+		// vm, tools.go); the guest has no ld.so.cache.
+		"LD_LIBRARY_PATH=/lib/tools",
 		"HOME=/root",
 		"TMPDIR=/tmp",
 		// Tests may check this to know that they own the whole machine.
