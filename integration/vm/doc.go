@@ -16,12 +16,20 @@
 //   - Modules (modules.go): the module index resolves module names to files
 //     with their dependencies first (modules.dep) and soft dependencies
 //     (modules.softdep) around them; soft dependencies are optional.
-//   - Initramfs (cpio.go, initramfs.go): a newc archive with our guestinit as
-//     /init, the statically linked test binary, the package's testdata and the
-//     modules in load order.
+//   - Initramfs (cpio.go, initramfs.go, tools.go): a newc archive with our
+//     guestinit as /init, the statically linked test binary, the package's
+//     testdata, the modules in load order and any host programs the tests run
+//     (with their shared libraries).
 //   - Boot (boot.go, console.go): qemu with a timeout; the serial console is
 //     streamed to the caller and watched for the end marker that guestinit
 //     prints and for kernel panics.
+//
+// # Why a separate /init
+//
+// The test binary is not /init itself: PID 1 must never exit (the kernel
+// panics), so a small init of ours runs it as a child, reports its exit
+// status whatever happened to it, and powers off. Test packages therefore
+// opt in without a TestMain or any other change.
 //
 // # Failure is loud
 //
