@@ -59,7 +59,7 @@ test-vm:
 	  echo "test-vm: qemu-system-x86_64 missing (make setup installs it)"; exit 1; fi; \
 	set -ex; \
 	NFROUTER_VM_CACHE=$(VM_CACHE_DIR) $(GO) test -count=1 ./integration/vm/...; \
-	$(GO) run ./integration/vm/cmd/vmtest -cache $(VM_CACHE_DIR) -kernels $(VM_KERNELS) \
+	$(GO) run ./integration/vm/cmd/vmtest -go $(GO) -cache $(VM_CACHE_DIR) -kernels $(VM_KERNELS) \
 	  -timeout $(VM_TIMEOUT) -accel $(VM_ACCEL) $(VM_TEST_PACKAGES) -- $(VM_TEST_FLAGS)
 
 lint:

@@ -15,37 +15,53 @@ import (
 // Fetch returns the current kernel of spec, unpacked under cacheDir, fetching
 // and unpacking it first when the cache does not hold that version yet.
 //
-// When apt cannot resolve the metapackage (no package lists, no network) the
+// When that fails, the package lists may be stale or missing: Fetch updates
+// them and tries once more. When apt still cannot deliver (no network), the
 // kernel last fetched for spec is used, with a warning.
 func Fetch(ctx context.Context, log *slog.Logger, cacheDir string, spec KernelSpec) (*Kernel, error) {
 	kernelsDir := filepath.Join(cacheDir, "kernels")
 	if err := os.MkdirAll(kernelsDir, 0o755); err != nil {
 		return nil, fmt.Errorf("fetch kernel %s: %w", spec.Name, err)
 	}
+	k, err := fetch(ctx, log, kernelsDir, spec)
+	if err == nil {
+		return k, nil
+	}
+	log.Info("fetch failed, updating package lists", "kernel", spec.Name, "err", err)
+	if _, uerr := command(ctx, "", nil, "apt-get", "-q", "update"); uerr != nil {
+		err = fmt.Errorf("%w (apt-get update: %w)", err, uerr)
+	} else if k, err = fetch(ctx, log, kernelsDir, spec); err == nil {
+		return k, nil
+	}
+	k, cerr := lastFetched(kernelsDir, spec)
+	if cerr != nil {
+		return nil, fmt.Errorf("fetch kernel %s: %w (and no cached kernel: %w)", spec.Name, err, cerr)
+	}
+	log.Warn("cannot fetch the current kernel, using the cached one", "kernel", spec.Name, "package", k.Package, "version", k.Version, "err", err)
+	return k, nil
+}
+
+// fetch resolves spec with apt and makes sure its kernel is in kernelsDir.
+func fetch(ctx context.Context, log *slog.Logger, kernelsDir string, spec KernelSpec) (*Kernel, error) {
 	pkg, version, err := resolveMetapackage(ctx, spec.Metapackage)
 	if err != nil {
-		k, cerr := lastFetched(kernelsDir, spec)
-		if cerr != nil {
-			return nil, fmt.Errorf("fetch kernel %s: %w (and no cached kernel: %w)", spec.Name, err, cerr)
-		}
-		log.Warn("cannot resolve kernel package, using the cached one", "kernel", spec.Name, "package", k.Package, "version", k.Version, "err", err)
-		return k, nil
+		return nil, err
 	}
 	root := filepath.Join(kernelsDir, pkg+"_"+version)
 	if _, err := os.Stat(root); errors.Is(err, os.ErrNotExist) {
 		log.Info("fetching kernel", "kernel", spec.Name, "package", pkg, "version", version)
-		if err := download(ctx, log, kernelsDir, pkg, version, root); err != nil {
-			return nil, fmt.Errorf("fetch kernel %s: %w", spec.Name, err)
+		if err := download(ctx, kernelsDir, pkg, version, root); err != nil {
+			return nil, err
 		}
 	} else if err != nil {
-		return nil, fmt.Errorf("fetch kernel %s: %w", spec.Name, err)
+		return nil, err
 	}
 	k, err := openKernel(spec, root)
 	if err != nil {
-		return nil, fmt.Errorf("fetch kernel %s: %w", spec.Name, err)
+		return nil, err
 	}
 	if err := os.WriteFile(currentFile(kernelsDir, spec), []byte(filepath.Base(root)+"\n"), 0o644); err != nil {
-		return nil, fmt.Errorf("fetch kernel %s: %w", spec.Name, err)
+		return nil, err
 	}
 	return k, nil
 }
@@ -77,7 +93,7 @@ func resolveMetapackage(ctx context.Context, meta string) (pkg, version string, 
 
 // download fetches pkg=version, unpacks it and builds its module index, all in
 // a temporary directory that is renamed to root only when complete.
-func download(ctx context.Context, log *slog.Logger, kernelsDir, pkg, version, root string) error {
+func download(ctx context.Context, kernelsDir, pkg, version, root string) error {
 	tmp, err := os.MkdirTemp(kernelsDir, ".fetch-")
 	if err != nil {
 		return err
@@ -87,14 +103,7 @@ func download(ctx context.Context, log *slog.Logger, kernelsDir, pkg, version, r
 	// The sandbox user cannot write to a root-owned temporary directory.
 	get := []string{"-q", "-o", "APT::Sandbox::User=root", "download", pkg + "=" + version}
 	if _, err := command(ctx, tmp, nil, "apt-get", get...); err != nil {
-		// Stale package lists name versions the archive no longer holds.
-		log.Info("download failed, updating package lists", "package", pkg, "err", err)
-		if _, uerr := command(ctx, "", nil, "apt-get", "-q", "update"); uerr != nil {
-			return fmt.Errorf("download %s: %w (apt-get update: %w)", pkg, err, uerr)
-		}
-		if _, err := command(ctx, tmp, nil, "apt-get", get...); err != nil {
-			return fmt.Errorf("download %s: %w", pkg, err)
-		}
+		return fmt.Errorf("download %s: %w", pkg, err)
 	}
 	debs, err := filepath.Glob(filepath.Join(tmp, "*.deb"))
 	if err != nil || len(debs) != 1 {

@@ -97,7 +97,7 @@ func TestBootOutcomes(t *testing.T) {
 	})
 	t.Run("hang", func(t *testing.T) {
 		t.Parallel()
-		if err := e.boot(t, "^TestHang$", 20*time.Second); !errors.Is(err, ErrTimeout) {
+		if err := e.boot(t, "^TestHang$", 15*time.Second); !errors.Is(err, ErrTimeout) {
 			t.Errorf("hang: %v, want ErrTimeout", err)
 		}
 	})

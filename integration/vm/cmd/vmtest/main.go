@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	vmtest -cache DIR [-kernels 6.1,6.12] [-timeout 5m] [-accel tcg|kvm] PACKAGE... [-- TEST FLAGS]
+//	vmtest -cache DIR [-go GO] [-kernels 6.1,6.12] [-timeout 5m] [-accel tcg|kvm] PACKAGE... [-- TEST FLAGS]
 //
 // Test flags after "--" go to every test binary, e.g. "-- -test.v -test.run=TestIPVS".
 package main
@@ -33,6 +33,7 @@ func main() {
 
 type config struct {
 	cacheDir  string
+	goTool    string
 	kernels   []vm.KernelSpec
 	timeout   time.Duration
 	accel     string
@@ -44,6 +45,7 @@ func parseFlags() (*config, error) {
 	c := &config{}
 	var kernels string
 	flag.StringVar(&c.cacheDir, "cache", os.Getenv("NFROUTER_VM_CACHE"), "kernel cache directory (default $NFROUTER_VM_CACHE)")
+	flag.StringVar(&c.goTool, "go", "go", "go tool that compiles the test packages")
 	flag.StringVar(&kernels, "kernels", "6.1,6.12", "comma-separated kernels: names of vm.DefaultKernels or name=metapackage")
 	flag.DurationVar(&c.timeout, "timeout", 5*time.Minute, "limit for one boot")
 	flag.StringVar(&c.accel, "accel", "tcg", `qemu accelerator: "tcg" (software emulation) or "kvm"`)
@@ -93,7 +95,7 @@ func run(log *slog.Logger) error {
 		log.Info("kernel ready", "kernel", k.Spec.Name, "package", k.Package, "version", k.Version)
 		kernels = append(kernels, k)
 	}
-	guestInit, err := vm.BuildGuestInit(ctx, "go", work)
+	guestInit, err := vm.BuildGuestInit(ctx, c.goTool, work)
 	if err != nil {
 		return err
 	}
@@ -107,7 +109,7 @@ func run(log *slog.Logger) error {
 	}
 	var failed []string
 	for _, p := range c.packages {
-		pkg, err := vm.BuildTestPackage(ctx, "go", work, p)
+		pkg, err := vm.BuildTestPackage(ctx, c.goTool, work, p)
 		if err != nil {
 			return err
 		}
