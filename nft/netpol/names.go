@@ -72,7 +72,9 @@ func policyID(k model.PolicyKey) string {
 	return id[:maxID-17] + "~" + hex.EncodeToString(sum[:8])
 }
 
-func policyChain(d direction, k model.PolicyKey) string { return "np-" + d.String() + "/" + policyID(k) }
+func policyChain(d direction, k model.PolicyKey) string {
+	return "np-" + d.String() + "/" + policyID(k)
+}
 
 func targetSet(k model.PolicyKey, v6 bool) string { return "np-tgt" + fam(v6) + "/" + policyID(k) }
 

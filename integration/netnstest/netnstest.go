@@ -1,0 +1,121 @@
+// Package netnstest builds the routed-CNI layout in network namespaces for
+// kernel-tier tests: a node namespace, and pod namespaces each joined to it by
+// a veth pair, with /32 (/128) routes to the pods on the node side and a
+// default route to a link-local gateway on the pod side (Calico's layout).
+// Everything is made by the test, torn down when it ends, and works the same
+// on the host and in the VM tier (it uses netlink only, no tools).
+package netnstest
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
+)
+
+// Gateways the pods route through; the node side of every veth owns them.
+var (
+	Gateway4 = netip.MustParseAddr("169.254.1.1")
+	Gateway6 = netip.MustParseAddr("fe80::1")
+)
+
+// Node is a node namespace.
+type Node struct {
+	t      testing.TB
+	NS     netns.NsHandle
+	h      *netlink.Handle
+	nextIf int
+}
+
+// Pod is a pod namespace attached to a node.
+type Pod struct {
+	Name string
+	NS   netns.NsHandle
+	IPs  []netip.Addr
+	Veth string // node-side interface
+}
+
+// NewNode makes a node namespace with forwarding on for IPv4 and IPv6.
+func NewNode(t testing.TB) *Node {
+	t.Helper()
+	kerneltest.RequireRoot(t)
+	ns := kerneltest.NewNetNS(t)
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatalf("netlink handle in node namespace: %v", err)
+	}
+	t.Cleanup(h.Close)
+	n := &Node{t: t, NS: ns, h: h}
+	err = kerneltest.Do(ns, func() error {
+		for _, f := range []string{"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"} {
+			if err := os.WriteFile(f, []byte("1"), 0o644); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("enable forwarding: %v", err)
+	}
+	return n
+}
+
+// AddPod makes a pod namespace with the given addresses, routed through the node.
+func (n *Node) AddPod(name string, ips ...netip.Addr) *Pod {
+	t := n.t
+	t.Helper()
+	pns := kerneltest.NewNetNS(t)
+	n.nextIf++
+	p := &Pod{Name: name, NS: pns, IPs: ips, Veth: fmt.Sprintf("veth%d", n.nextIf)}
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: p.Veth}, PeerName: "eth0", PeerNamespace: netlink.NsFd(int(pns))}
+	if err := n.h.LinkAdd(veth); err != nil {
+		t.Fatalf("pod %s: add veth: %v", name, err)
+	}
+	host, err := n.h.LinkByName(p.Veth)
+	if err != nil {
+		t.Fatalf("pod %s: %v", name, err)
+	}
+	must := func(what string, err error) {
+		if err != nil {
+			t.Fatalf("pod %s: %s: %v", name, what, err)
+		}
+	}
+	must("node veth gateway v4", n.h.AddrAdd(host, addr(Gateway4, 32)))
+	must("node veth gateway v6", n.h.AddrAdd(host, addr(Gateway6, 64)))
+	must("node veth up", n.h.LinkSetUp(host))
+	for _, ip := range ips {
+		must("route to pod", n.h.RouteAdd(&netlink.Route{LinkIndex: host.Attrs().Index, Dst: prefix(ip), Scope: netlink.SCOPE_LINK}))
+	}
+	ph, err := netlink.NewHandleAt(pns)
+	must("netlink handle in pod namespace", err)
+	defer ph.Close()
+	eth, err := ph.LinkByName("eth0")
+	must("pod eth0", err)
+	for _, ip := range ips {
+		must("pod address", ph.AddrAdd(eth, addr(ip, ip.BitLen())))
+	}
+	must("pod eth0 up", ph.LinkSetUp(eth))
+	idx := eth.Attrs().Index
+	must("pod route to gateway", ph.RouteAdd(&netlink.Route{LinkIndex: idx, Dst: prefix(Gateway4), Scope: netlink.SCOPE_LINK}))
+	must("pod default route v4", ph.RouteAdd(&netlink.Route{LinkIndex: idx, Gw: net.IP(Gateway4.AsSlice()),
+		Dst: &net.IPNet{IP: net.IPv4zero, Mask: net.CIDRMask(0, 32)}}))
+	must("pod default route v6", ph.RouteAdd(&netlink.Route{LinkIndex: idx, Gw: net.IP(Gateway6.AsSlice()),
+		Dst: &net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}}))
+	return p
+}
+
+func addr(ip netip.Addr, bits int) *netlink.Addr {
+	// No duplicate address detection: a tentative IPv6 address cannot be used.
+	return &netlink.Addr{IPNet: &net.IPNet{IP: ip.AsSlice(), Mask: net.CIDRMask(bits, ip.BitLen())}, Flags: unix.IFA_F_NODAD}
+}
+
+func prefix(ip netip.Addr) *net.IPNet {
+	return &net.IPNet{IP: ip.AsSlice(), Mask: net.CIDRMask(ip.BitLen(), ip.BitLen())}
+}

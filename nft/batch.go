@@ -1,0 +1,306 @@
+package nft
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"github.com/google/nftables/userdata"
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/nfrouter/nfrouter/nft/ruleset"
+)
+
+// elementChunk bounds the elements per NEWSETELEM message so that no single
+// message outgrows what the kernel accepts.
+const elementChunk = 2000
+
+// batch builds the messages of one transaction. google/nftables serializes
+// each object (its Conn runs against an in-memory netlink fake and never
+// touches the kernel); transport sends them.
+type batch struct {
+	c        *nftables.Conn
+	table    *nftables.Table
+	captured []netlink.Message
+	msgs     []netlink.Message
+	what     []string
+	err      error
+	stats    Stats
+}
+
+func newBatch(family nftables.TableFamily, name string) *batch {
+	b := &batch{table: &nftables.Table{Family: family, Name: name}, stats: Stats{ByType: map[string]int{}}}
+	// Replies: one acknowledgement per receive, which is what Flush waits for.
+	ack := netlink.Message{Header: netlink.Header{Type: netlink.Error}, Data: make([]byte, 4)}
+	b.c, b.err = nftables.New(nftables.WithTestDial(func(req []netlink.Message) ([]netlink.Message, error) {
+		if req == nil {
+			return []netlink.Message{ack}, nil
+		}
+		for _, m := range req {
+			if t := m.Header.Type; t != netlink.HeaderType(unix.NFNL_MSG_BATCH_BEGIN) && t != netlink.HeaderType(unix.NFNL_MSG_BATCH_END) {
+				b.captured = append(b.captured, m)
+			}
+		}
+		return nil, nil
+	}))
+	return b
+}
+
+// take moves what the last google/nftables calls serialized into the batch.
+func (b *batch) take(what string) { b.takePatched(what, nil) }
+
+// takePatched is take with a chance to edit the serialized messages.
+func (b *batch) takePatched(what string, patch func([]netlink.Message) error) {
+	if b.err != nil {
+		return
+	}
+	if err := b.c.Flush(); err != nil {
+		b.err = fmt.Errorf("serialize %s: %w", what, err)
+		return
+	}
+	if patch != nil {
+		if err := patch(b.captured); err != nil {
+			b.err = fmt.Errorf("serialize %s: %w", what, err)
+			return
+		}
+	}
+	for _, m := range b.captured {
+		b.msgs = append(b.msgs, m)
+		b.what = append(b.what, what)
+		b.stats.Messages++
+		b.stats.ByType[msgTypeName(m.Header.Type)]++
+	}
+	b.captured = b.captured[:0]
+}
+
+func (b *batch) empty() bool { return len(b.msgs) == 0 }
+
+func (b *batch) addTable() {
+	b.c.AddTable(b.table)
+	b.take("add table " + b.table.Name)
+}
+
+func (b *batch) delTable() {
+	b.c.DelTable(b.table)
+	b.take("delete table " + b.table.Name)
+}
+
+func (b *batch) kset(s *ruleset.Set) *nftables.Set {
+	ks := &nftables.Set{Table: b.table, Name: s.Name, Comment: s.Comment, Interval: s.Interval}
+	switch s.Type {
+	case ruleset.Addr4:
+		ks.KeyType = nftables.TypeIPAddr
+	case ruleset.Addr6:
+		ks.KeyType = nftables.TypeIP6Addr
+	case ruleset.AddrProtoPort4:
+		ks.KeyType = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeInetProto, nftables.TypeInetService)
+		ks.Concatenation = true
+	case ruleset.AddrProtoPort6:
+		ks.KeyType = nftables.MustConcatSetType(nftables.TypeIP6Addr, nftables.TypeInetProto, nftables.TypeInetService)
+		ks.Concatenation = true
+	}
+	if s.Verdict {
+		ks.IsMap = true
+		ks.DataType = nftables.TypeVerdict
+	}
+	return ks
+}
+
+func (b *batch) addSet(s *ruleset.Set) {
+	if b.err != nil {
+		return
+	}
+	if err := b.c.AddSet(b.kset(s), nil); err != nil {
+		b.err = fmt.Errorf("serialize set %s: %w", s.Name, err)
+		return
+	}
+	b.take("add set " + s.Name)
+}
+
+func (b *batch) delSet(s *ruleset.Set) {
+	b.c.DelSet(b.kset(s))
+	b.take("delete set " + s.Name)
+}
+
+func (b *batch) flushSet(s *ruleset.Set) {
+	b.c.FlushSet(b.kset(s))
+	b.take("flush set " + s.Name)
+}
+
+// elements adds (or, with del, deletes) elements in chunks.
+func (b *batch) elements(s *ruleset.Set, els []ruleset.Element, del bool) {
+	if len(els) == 0 || b.err != nil {
+		return
+	}
+	ks := b.kset(s)
+	kels := encodeElements(s, els)
+	verb := "add"
+	if del {
+		verb = "delete"
+	}
+	for i := 0; i < len(kels); i += elementChunk {
+		chunk := kels[i:min(i+elementChunk, len(kels))]
+		var err error
+		if del {
+			err = b.c.SetDeleteElements(ks, chunk)
+		} else {
+			err = b.c.SetAddElements(ks, chunk)
+		}
+		if err != nil {
+			b.err = fmt.Errorf("serialize elements of %s: %w", s.Name, err)
+			return
+		}
+		b.take(fmt.Sprintf("%s %d elements to set %s", verb, len(chunk), s.Name))
+	}
+	if del {
+		b.stats.ElementsRemoved += len(els)
+	} else {
+		b.stats.ElementsAdded += len(els)
+	}
+}
+
+func (b *batch) kchain(c *ruleset.Chain) *nftables.Chain {
+	kc := &nftables.Chain{Table: b.table, Name: c.Name}
+	if h := c.Base; h != nil {
+		kc.Type = nftables.ChainType(h.Type)
+		kc.Hooknum = hookNum(h.Hook)
+		prio := nftables.ChainPriority(h.Priority)
+		kc.Priority = &prio
+		pol := nftables.ChainPolicyAccept
+		if h.Drop {
+			pol = nftables.ChainPolicyDrop
+		}
+		kc.Policy = &pol
+	}
+	return kc
+}
+
+func hookNum(h string) *nftables.ChainHook {
+	switch h {
+	case "prerouting":
+		return nftables.ChainHookPrerouting
+	case "input":
+		return nftables.ChainHookInput
+	case "output":
+		return nftables.ChainHookOutput
+	case "postrouting":
+		return nftables.ChainHookPostrouting
+	}
+	return nftables.ChainHookForward
+}
+
+// addChain adds an empty chain. google/nftables has no chain comments, so the
+// comment is appended to the serialized message as NFTA_CHAIN_USERDATA in the
+// TLV format nft reads (NFTNL_UDATA_CHAIN_COMMENT, NUL-terminated).
+func (b *batch) addChain(c *ruleset.Chain) {
+	b.c.AddChain(b.kchain(c))
+	b.takePatched("add chain "+c.Name, func(msgs []netlink.Message) error {
+		if c.Comment == "" {
+			return nil
+		}
+		if len(msgs) != 1 {
+			return fmt.Errorf("expected one message, got %d", len(msgs))
+		}
+		ud := userdata.AppendString(nil, userdata.TypeComment, c.Comment)
+		attr, err := netlink.MarshalAttributes([]netlink.Attribute{{Type: nftaChainUserdata, Data: ud}})
+		if err != nil {
+			return err
+		}
+		msgs[0].Data = append(msgs[0].Data, attr...)
+		return nil
+	})
+}
+
+func (b *batch) flushChain(name string) {
+	b.c.FlushChain(&nftables.Chain{Table: b.table, Name: name})
+	b.take("flush chain " + name)
+}
+
+func (b *batch) delChain(name string) {
+	b.c.DelChain(&nftables.Chain{Table: b.table, Name: name})
+	b.take("delete chain " + name)
+}
+
+func (b *batch) addRule(chain string, r ruleset.Rule) {
+	b.c.AddRule(&nftables.Rule{Table: b.table, Chain: &nftables.Chain{Table: b.table, Name: chain}, Exprs: r.Exprs()})
+	b.take("add rule to chain " + chain + ": " + r.Text())
+}
+
+// encodeElements turns elements into kernel set elements. Interval sets get
+// nft's encoding: each range is a start element and an end element one past
+// its last address (none when the range reaches the top of the address
+// space), after a leading end element at the zero address.
+func encodeElements(s *ruleset.Set, els []ruleset.Element) []nftables.SetElement {
+	var out []nftables.SetElement
+	if s.Interval {
+		if len(els) > 0 && !els[0].Addr.IsUnspecified() {
+			out = append(out, nftables.SetElement{Key: zeroAddr(s.Type.V6()).AsSlice(), IntervalEnd: true})
+		}
+		for _, e := range els {
+			out = append(out, nftables.SetElement{Key: e.Addr.AsSlice()})
+			if next := e.End.Next(); next.IsValid() {
+				out = append(out, nftables.SetElement{Key: next.AsSlice(), IntervalEnd: true})
+			}
+		}
+		return out
+	}
+	for _, e := range els {
+		out = append(out, encodeElement(s, e))
+	}
+	return out
+}
+
+func encodeElement(s *ruleset.Set, e ruleset.Element) nftables.SetElement {
+	key := e.Addr.AsSlice()
+	if s.Type == ruleset.AddrProtoPort4 || s.Type == ruleset.AddrProtoPort6 {
+		// Each field of a concatenation fills whole 32-bit registers.
+		key = append(key, e.Proto, 0, 0, 0)
+		key = binary.BigEndian.AppendUint16(key, e.Port)
+		key = append(key, 0, 0)
+	}
+	ke := nftables.SetElement{Key: key}
+	if s.Verdict {
+		ke.VerdictData = &expr.Verdict{Kind: expr.VerdictJump, Chain: e.Jump}
+	}
+	return ke
+}
+
+func zeroAddr(v6 bool) netip.Addr {
+	if v6 {
+		return netip.IPv6Unspecified()
+	}
+	return netip.IPv4Unspecified()
+}
+
+func msgTypeName(t netlink.HeaderType) string {
+	switch int(t) & 0xff {
+	case unix.NFT_MSG_NEWTABLE:
+		return "newtable"
+	case unix.NFT_MSG_DELTABLE:
+		return "deltable"
+	case unix.NFT_MSG_NEWCHAIN:
+		return "newchain"
+	case unix.NFT_MSG_DELCHAIN:
+		return "delchain"
+	case unix.NFT_MSG_NEWRULE:
+		return "newrule"
+	case unix.NFT_MSG_DELRULE:
+		return "delrule"
+	case unix.NFT_MSG_NEWSET:
+		return "newset"
+	case unix.NFT_MSG_DELSET:
+		return "delset"
+	case unix.NFT_MSG_NEWSETELEM:
+		return "newsetelem"
+	case unix.NFT_MSG_DELSETELEM:
+		return "delsetelem"
+	}
+	return fmt.Sprintf("type-%d", int(t)&0xff)
+}
+
+// nftaChainUserdata is NFTA_CHAIN_USERDATA (linux/netfilter/nf_tables.h, since
+// Linux 5.10), which x/sys/unix does not name.
+const nftaChainUserdata = 12

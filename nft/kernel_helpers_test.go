@@ -1,0 +1,104 @@
+package nft
+
+import (
+	"bytes"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netns"
+
+	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
+	"github.com/nfrouter/nfrouter/model"
+)
+
+// newFirewallIn returns a firewall programming namespace ns.
+func newFirewallIn(t testing.TB, ns netns.NsHandle, defaultDeny bool) *Firewall {
+	t.Helper()
+	f, err := NewFirewall(FirewallConfig{NodeName: "node-a", DefaultDeny: defaultDeny, NetNSFd: int(ns)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func syncOK(t testing.TB, f *Firewall, st *model.State, ch *model.Changes) Stats {
+	t.Helper()
+	if err := f.Sync(t.Context(), st, ch); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	return f.LastStats()
+}
+
+// nftIn runs the nft binary in namespace ns; tests that need it skip when it
+// is missing (the VM tier's guests have no nft).
+func nftIn(t testing.TB, ns netns.NsHandle, stdin string, args ...string) string {
+	t.Helper()
+	path, err := exec.LookPath("nft")
+	if err != nil {
+		t.Skip("nft binary not installed (make setup installs Debian's nftables)")
+	}
+	var out, errb bytes.Buffer
+	err = kerneltest.Do(ns, func() error {
+		// The child inherits the namespace of this locked thread.
+		cmd := exec.Command(path, args...)
+		cmd.Stdin = strings.NewReader(stdin)
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		return cmd.Run()
+	})
+	if err != nil {
+		t.Fatalf("nft %s: %v\n%s\ninput:\n%s", strings.Join(args, " "), err, errb.String(), stdin)
+	}
+	return out.String()
+}
+
+// normalize makes two nft listings comparable: elements sorted and on one
+// line, objects sorted by their first line.
+func normalize(text string) string {
+	var lines []string
+	var acc string
+	for _, l := range strings.Split(text, "\n") {
+		if acc != "" {
+			acc += " " + strings.TrimSpace(l)
+			if strings.Contains(l, "}") {
+				lines = append(lines, sortElements(acc))
+				acc = ""
+			}
+			continue
+		}
+		if strings.Contains(l, "elements = {") && !strings.Contains(l, "}") {
+			acc = strings.TrimSpace(l)
+			continue
+		}
+		if strings.Contains(l, "elements = {") {
+			l = sortElements(strings.TrimSpace(l))
+		}
+		lines = append(lines, strings.TrimSpace(l))
+	}
+	var blocks []string
+	var cur []string
+	for _, l := range lines {
+		if l == "" {
+			continue
+		}
+		cur = append(cur, l)
+		if l == "}" {
+			blocks = append(blocks, strings.Join(cur, "\n"))
+			cur = nil
+		}
+	}
+	slices.Sort(blocks)
+	return strings.Join(blocks, "\n\n") + strings.Join(cur, "\n")
+}
+
+func sortElements(l string) string {
+	i, j := strings.Index(l, "{"), strings.LastIndex(l, "}")
+	els := strings.Split(l[i+1:j], ",")
+	for k := range els {
+		els[k] = strings.TrimSpace(els[k])
+	}
+	slices.Sort(els)
+	return "elements = { " + strings.Join(els, ", ") + " }"
+}
