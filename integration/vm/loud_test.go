@@ -101,6 +101,12 @@ func TestBootOutcomes(t *testing.T) {
 			t.Errorf("hang: %v, want ErrTimeout", err)
 		}
 	})
+	t.Run("no end marker", func(t *testing.T) {
+		t.Parallel()
+		if err := e.boot(t, "^TestPowerOff$", time.Minute); !errors.Is(err, ErrNoEndMarker) {
+			t.Errorf("power off without marker: %v, want ErrNoEndMarker", err)
+		}
+	})
 	t.Run("module fails to load", func(t *testing.T) {
 		t.Parallel()
 		bogus := filepath.Join(t.TempDir(), "bogus.ko")
