@@ -18,6 +18,24 @@ import (
 // message outgrows what the kernel accepts.
 const elementChunk = 2000
 
+// maxElementList bounds the encoded size of one message's element list: it is
+// one netlink attribute, whose length field has 16 bits. Map elements that
+// jump to long chain names reach it well before elementChunk elements.
+const maxElementList = 60000
+
+// maxElementSize estimates the largest encoded size of one element.
+func maxElementSize(els []nftables.SetElement) int {
+	n := 0
+	for _, e := range els {
+		s := 32 + len(e.Key)
+		if e.VerdictData != nil {
+			s += 32 + len(e.VerdictData.Chain)
+		}
+		n = max(n, s)
+	}
+	return n
+}
+
 // batch builds the messages of one transaction. google/nftables serializes
 // each object (its Conn runs against an in-memory netlink fake and never
 // touches the kernel); transport sends them.
@@ -141,8 +159,12 @@ func (b *batch) elements(s *ruleset.Set, els []ruleset.Element, del bool) {
 	if del {
 		verb = "delete"
 	}
-	for i := 0; i < len(kels); i += elementChunk {
-		chunk := kels[i:min(i+elementChunk, len(kels))]
+	step := elementChunk
+	if n := maxElementSize(kels); n*step > maxElementList {
+		step = max(1, maxElementList/n)
+	}
+	for i := 0; i < len(kels); i += step {
+		chunk := kels[i:min(i+step, len(kels))]
 		var err error
 		if del {
 			err = b.c.SetDeleteElements(ks, chunk)
