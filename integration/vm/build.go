@@ -29,6 +29,8 @@ type TestPackage struct {
 	ImportPath string
 	// Binary is the statically linked test binary.
 	Binary string
+	// ModuleDir is the root of the package's Go module, Dir its directory.
+	ModuleDir, Dir string
 	// TestData is the package's testdata directory, or "" if it has none.
 	TestData string
 }
@@ -36,18 +38,22 @@ type TestPackage struct {
 // BuildTestPackage compiles the tests of pkg (an import path or a ./relative
 // pattern naming one package) statically into dir.
 func BuildTestPackage(ctx context.Context, goTool, dir, pkg string) (*TestPackage, error) {
-	out, err := command(ctx, "", nil, goTool, "list", "-json=ImportPath,Dir,TestGoFiles,XTestGoFiles", pkg)
+	out, err := command(ctx, "", nil, goTool, "list", "-json=ImportPath,Dir,Module,TestGoFiles,XTestGoFiles", pkg)
 	if err != nil {
 		return nil, fmt.Errorf("build tests of %s: %w", pkg, err)
 	}
 	var info struct {
 		ImportPath   string
 		Dir          string
+		Module       *struct{ Dir string }
 		TestGoFiles  []string
 		XTestGoFiles []string
 	}
 	if err := json.Unmarshal(out, &info); err != nil {
 		return nil, fmt.Errorf("build tests of %s: go list: %w", pkg, err)
+	}
+	if info.Module == nil {
+		return nil, fmt.Errorf("build tests of %s: not in a Go module", pkg)
 	}
 	if len(info.TestGoFiles)+len(info.XTestGoFiles) == 0 {
 		return nil, fmt.Errorf("build tests of %s: package has no test files", pkg)
@@ -55,6 +61,8 @@ func BuildTestPackage(ctx context.Context, goTool, dir, pkg string) (*TestPackag
 	tp := &TestPackage{
 		ImportPath: info.ImportPath,
 		Binary:     filepath.Join(dir, filepath.Base(info.ImportPath)+".test"),
+		ModuleDir:  info.Module.Dir,
+		Dir:        info.Dir,
 	}
 	if _, err := command(ctx, "", staticEnv, goTool, "test", "-c", "-o", tp.Binary, info.ImportPath); err != nil {
 		return nil, fmt.Errorf("build tests of %s: %w", pkg, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 )
 
 // cpioWriter writes the "newc" cpio format that the kernel unpacks as an
@@ -12,9 +13,10 @@ import (
 // Timestamps and owners are zero so that the same input gives the same
 // archive.
 type cpioWriter struct {
-	w   *bufio.Writer
-	n   int64 // bytes written, for padding
-	ino uint32
+	w    *bufio.Writer
+	n    int64 // bytes written, for padding
+	ino  uint32
+	dirs map[string]bool // directories written
 }
 
 const (
@@ -24,7 +26,7 @@ const (
 )
 
 func newCPIOWriter(w io.Writer) *cpioWriter {
-	return &cpioWriter{w: bufio.NewWriterSize(w, 1<<20)}
+	return &cpioWriter{w: bufio.NewWriterSize(w, 1<<20), dirs: map[string]bool{".": true, "/": true}}
 }
 
 // header writes one entry header and its padded name.
@@ -59,18 +61,32 @@ func (c *cpioWriter) pad() error {
 	return nil
 }
 
-// Dir adds a directory.
+// Dir adds a directory and any missing parents; the kernel's unpacker
+// needs a file's directory before the file.
 func (c *cpioWriter) Dir(name string) error {
+	if c.dirs[name] {
+		return nil
+	}
+	if err := c.Dir(path.Dir(name)); err != nil {
+		return err
+	}
+	c.dirs[name] = true
 	return c.header(name, cpioDir|0o755, 0, 0, 0)
 }
 
 // CharDev adds a character device node.
 func (c *cpioWriter) CharDev(name string, major, minor uint32) error {
+	if err := c.Dir(path.Dir(name)); err != nil {
+		return err
+	}
 	return c.header(name, cpioChar|0o600, 0, major, minor)
 }
 
 // Bytes adds a regular file with the given content.
 func (c *cpioWriter) Bytes(name string, perm uint32, data []byte) error {
+	if err := c.Dir(path.Dir(name)); err != nil {
+		return err
+	}
 	if err := c.header(name, cpioFile|perm, int64(len(data)), 0, 0); err != nil {
 		return err
 	}
@@ -89,6 +105,9 @@ func (c *cpioWriter) File(name string, perm uint32, src string) error {
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
+		return err
+	}
+	if err := c.Dir(path.Dir(name)); err != nil {
 		return err
 	}
 	if err := c.header(name, cpioFile|perm, st.Size(), 0, 0); err != nil {

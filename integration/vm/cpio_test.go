@@ -54,14 +54,18 @@ func TestInitramfsLayout(t *testing.T) {
 	img := Initramfs{
 		Init:       write("init", "INIT"),
 		TestBinary: write("pkg.test", "TESTS!"),
-		TestData:   filepath.Join(dir, "testdata"),
+		SourceDir:  dir,
+		PackageDir: "pkg",
 		ModulesDir: dir,
 		Modules: []Module{
 			{Name: "nf_conntrack", Path: "kernel/nf_conntrack.ko"},
 			{Name: "crc32c_intel", Path: "kernel/crc32c-intel.ko.xz", Optional: true},
 		},
 	}
-	write("testdata/golden/a.txt", "golden")
+	write("pkg/testdata/golden/a.txt", "golden")
+	write("other/testdata/b.txt", "other")
+	write("other/code.go", "package other")
+	write(".git/testdata/c.txt", "hidden")
 	write("kernel/nf_conntrack.ko", "ko1")
 	write("kernel/crc32c-intel.ko.xz", "ko2")
 	var buf bytes.Buffer
@@ -72,16 +76,30 @@ func TestInitramfsLayout(t *testing.T) {
 	want := map[string]string{
 		"init":                           "100755:INIT",
 		"test/pkg.test":                  "100755:TESTS!",
-		"test/testdata/golden":           "40755:",
-		"test/testdata/golden/a.txt":     "100644:golden",
 		"lib/modules/nf_conntrack.ko":    "100644:ko1",
 		"lib/modules/crc32c-intel.ko.xz": "100644:ko2",
 		"etc/nfrouter-vm/modules":        "100644:/lib/modules/nf_conntrack.ko\n/lib/modules/crc32c-intel.ko.xz optional\n",
 		"dev/console":                    "20600:",
+		"src/pkg/testdata/golden":        "40755:",
+		"src/pkg/testdata/golden/a.txt":  "100644:golden",
+		"src/other/testdata/b.txt":       "100644:other",
+		"etc/nfrouter-vm/workdir":        "100644:/src/pkg\n",
 	}
 	for name, w := range want {
 		if files[name] != w {
 			t.Errorf("%s: got %q, want %q", name, files[name], w)
+		}
+	}
+	for _, name := range []string{"src/other/code.go", "src/.git/testdata/c.txt"} {
+		if _, ok := files[name]; ok {
+			t.Errorf("%s copied, want only testdata outside hidden directories", name)
+		}
+	}
+	for name := range files {
+		if parent := filepath.Dir(name); parent != "." {
+			if _, ok := files[parent]; !ok {
+				t.Errorf("%s comes without its directory %s", name, parent)
+			}
 		}
 	}
 }

@@ -13,8 +13,9 @@ import (
 // Paths inside the initramfs; guestinit uses the same ones.
 const (
 	guestModuleList = "etc/nfrouter-vm/modules"
+	guestWorkDir    = "etc/nfrouter-vm/workdir"
 	guestTestBinary = "test/pkg.test"
-	guestTestDir    = "test"
+	guestSourceDir  = "src"
 	guestModulesDir = "lib/modules"
 )
 
@@ -24,9 +25,14 @@ type Initramfs struct {
 	Init string
 	// TestBinary is the host path of the test binary (statically linked).
 	TestBinary string
-	// TestData is the host path of the package's testdata directory, or "".
-	// It becomes testdata/ in the test's working directory.
-	TestData string
+	// SourceDir is the host path of the test package's Go module, or "".
+	// Every testdata directory in it is copied to the same place under /src,
+	// so that tests find their own testdata and that of other packages
+	// ("../model/testdata") where "go test" would.
+	SourceDir string
+	// PackageDir is the test package's directory relative to SourceDir; the
+	// tests run in /src/PackageDir.
+	PackageDir string
 	// ModulesDir is the kernel's module directory that Modules are relative to.
 	ModulesDir string
 	// Modules are loaded by the guest in this order.
@@ -38,7 +44,7 @@ type Initramfs struct {
 // Encode writes the archive as uncompressed newc cpio.
 func (i Initramfs) Encode(w io.Writer) error {
 	c := newCPIOWriter(w)
-	for _, d := range []string{"dev", "proc", "sys", "tmp", "run", "root", "etc", "etc/nfrouter-vm", guestTestDir, "lib", guestModulesDir} {
+	for _, d := range []string{"dev", "proc", "sys", "tmp", "run", "root"} {
 		if err := c.Dir(d); err != nil {
 			return fmt.Errorf("initramfs: %w", err)
 		}
@@ -53,16 +59,25 @@ func (i Initramfs) Encode(w io.Writer) error {
 	if err := c.File(guestTestBinary, 0o755, i.TestBinary); err != nil {
 		return fmt.Errorf("initramfs: test binary: %w", err)
 	}
-	if i.TestData != "" {
-		if err := addTree(c, i.TestData, path.Join(guestTestDir, "testdata")); err != nil {
+	workDir := path.Join(guestSourceDir, filepath.ToSlash(i.PackageDir))
+	if err := c.Dir(workDir); err != nil {
+		return fmt.Errorf("initramfs: %w", err)
+	}
+	if err := c.Bytes(guestWorkDir, 0o644, []byte("/"+workDir+"\n")); err != nil {
+		return fmt.Errorf("initramfs: %w", err)
+	}
+	if i.SourceDir != "" {
+		if err := addTestData(c, i.SourceDir, guestSourceDir); err != nil {
 			return fmt.Errorf("initramfs: testdata: %w", err)
 		}
 	}
 	if err := i.addModules(c); err != nil {
 		return fmt.Errorf("initramfs: %w", err)
 	}
-	if err := addFiles(c, i.Files); err != nil {
-		return fmt.Errorf("initramfs: %w", err)
+	for _, f := range i.Files {
+		if err := c.File(f.Dst, f.Mode, f.Src); err != nil {
+			return fmt.Errorf("initramfs: %s: %w", f.Dst, err)
+		}
 	}
 	if err := c.Close(); err != nil {
 		return fmt.Errorf("initramfs: %w", err)
@@ -88,30 +103,32 @@ func (i Initramfs) addModules(c *cpioWriter) error {
 	return c.Bytes(guestModuleList, 0o644, []byte(list.String()))
 }
 
-// addFiles copies host files, creating their parent directories first.
-func addFiles(c *cpioWriter, files []GuestFile) error {
-	made := map[string]bool{}
-	var mkdirAll func(dir string) error
-	mkdirAll = func(dir string) error {
-		if dir == "." || made[dir] {
+// addTestData copies every directory named testdata under src, with what it
+// holds, to the same relative place under dst. Like the go tool, it skips
+// directories whose names start with "." or "_".
+func addTestData(c *cpioWriter, src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
 			return nil
 		}
-		if err := mkdirAll(path.Dir(dir)); err != nil {
+		if name := d.Name(); p != src && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+			return filepath.SkipDir
+		}
+		if d.Name() != "testdata" {
+			return nil
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
 			return err
 		}
-		made[dir] = true
-		// The kernel's unpacker accepts a directory entry that already exists.
-		return c.Dir(dir)
-	}
-	for _, f := range files {
-		if err := mkdirAll(path.Dir(f.Dst)); err != nil {
+		if err := addTree(c, p, path.Join(dst, filepath.ToSlash(rel))); err != nil {
 			return err
 		}
-		if err := c.File(f.Dst, f.Mode, f.Src); err != nil {
-			return fmt.Errorf("%s: %w", f.Dst, err)
-		}
-	}
-	return nil
+		return filepath.SkipDir
+	})
 }
 
 // addTree copies the directory tree src to dst inside the archive.

@@ -14,11 +14,12 @@ import (
 
 // DefaultModules are loaded in every guest: what nfrouter programs (IPVS with
 // every scheduler it supports, dummy and ipip interfaces, nftables with the
-// expressions its rulesets use) and what its tests use (veth). Dependencies
-// are found through modules.dep and need not be listed.
+// expressions its rulesets use) and what its tests use (veth; xfrm_user
+// because vishvananda/netlink's NewHandleAt opens an xfrm socket by default).
+// Dependencies are found through modules.dep and need not be listed.
 var DefaultModules = []string{
 	"ip_vs", "ip_vs_rr", "ip_vs_wrr", "ip_vs_lc", "ip_vs_dh", "ip_vs_sh", "ip_vs_mh",
-	"dummy", "ipip", "veth",
+	"dummy", "ipip", "veth", "xfrm_user",
 	"nf_tables", "nft_ct", "nft_nat", "nft_chain_nat", "nft_masq", "nft_redir",
 	"nft_numgen", "nft_hash", "nft_limit", "nft_log", "nft_reject_inet",
 	"nft_fib_inet", "nft_quota", "nfnetlink_log",
@@ -71,10 +72,15 @@ func (r *Runner) Run(ctx context.Context, k *Kernel, pkg *TestPackage, args []st
 	}
 	f.Close()
 	defer os.Remove(f.Name())
+	pkgDir, err := filepath.Rel(pkg.ModuleDir, pkg.Dir)
+	if err != nil {
+		return Result{}, fmt.Errorf("run %s on %s: %w", pkg.ImportPath, k.Spec.Name, err)
+	}
 	img := Initramfs{
 		Init:       r.GuestInit,
 		TestBinary: pkg.Binary,
-		TestData:   pkg.TestData,
+		SourceDir:  pkg.ModuleDir,
+		PackageDir: pkgDir,
 		ModulesDir: k.ModulesDir(),
 		Modules:    mods,
 		Files:      tools,

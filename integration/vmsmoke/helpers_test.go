@@ -12,9 +12,8 @@ import (
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
 )
 
-// handleAt returns a rtnetlink handle working in ns. Only NETLINK_ROUTE:
-// by default the handle also opens xfrm sockets, which need a module the
-// guest does not load.
+// handleAt returns a handle working in ns that opens only the rtnetlink
+// socket these tests need (by default it also opens xfrm and nfnetlink ones).
 func handleAt(t *testing.T, ns netns.NsHandle) *netlink.Handle {
 	t.Helper()
 	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)

@@ -13,8 +13,8 @@
 //     are, which needs CONFIG_MODULE_DECOMPRESS).
 //  3. Bring the loopback interface up: IPVS refuses real servers with EINVAL
 //     while lo is down.
-//  4. Run the test binary in its package directory (which holds the package's
-//     testdata) and wait for it.
+//  4. Run the test binary in its package directory (under /src, where the
+//     module's testdata directories are) and wait for it.
 //  5. Print the end marker (see package vm, EndMarker) and power off.
 //
 // Any error before the tests start is reported with the marker's "setup" phase
@@ -26,14 +26,15 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 )
 
 // Paths inside the initramfs; package vm writes the same ones.
 const (
 	moduleListPath = "/etc/nfrouter-vm/modules"
+	workDirPath    = "/etc/nfrouter-vm/workdir" // holds the package's directory
 	testBinaryPath = "/test/pkg.test"
-	testWorkDir    = "/test"
 )
 
 func main() {
@@ -60,6 +61,11 @@ func run(args []string) (int, string) {
 		fmt.Fprintf(os.Stderr, "guestinit: %v\n", err)
 		return 125, "setup"
 	}
+	workDir, err := os.ReadFile(workDirPath)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "guestinit: %v\n", err)
+		return 125, "setup"
+	}
 	fmt.Printf("guestinit: kernel ready, %d modules loaded\n", n)
-	return runTests(testBinaryPath, testWorkDir, args), "test"
+	return runTests(testBinaryPath, strings.TrimSpace(string(workDir)), args), "test"
 }
