@@ -17,9 +17,10 @@
 //     with their dependencies first (modules.dep) and soft dependencies
 //     (modules.softdep) around them; soft dependencies are optional.
 //   - Initramfs (cpio.go, initramfs.go, tools.go): a newc archive with our
-//     guestinit as /init, the statically linked test binary, the package's
-//     testdata, the modules in load order and any host programs the tests run
-//     (with their shared libraries).
+//     guestinit as /init, the statically linked test binary, every testdata
+//     directory of the Go module (at the same relative paths, so tests run in
+//     their package directory as under "go test"), the modules in load order
+//     and any host programs the tests run (with their shared libraries).
 //   - Boot (boot.go, console.go): qemu with a timeout; the serial console is
 //     streamed to the caller and watched for the end marker that guestinit
 //     prints and for kernel panics.
