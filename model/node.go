@@ -35,7 +35,7 @@ func NodeFromAPI(n *corev1.Node) (*Node, error) {
 			external = append(external, a.Address)
 		}
 	}
-	out := &Node{Name: n.Name, Annotations: ourAnnotations(n.Annotations)}
+	out := &Node{Name: n.Name, Annotations: KubeRouterAnnotations(n.Annotations)}
 	var err error
 	if out.InternalIPs, err = parseAddrs(internal); err != nil {
 		return nil, fmt.Errorf("node %s: internal address: %w", n.Name, err)
@@ -57,9 +57,10 @@ func NodeFromAPI(n *corev1.Node) (*Node, error) {
 	return out, nil
 }
 
-// ourAnnotations returns the kube-router.io/ annotations, or nil when there are
-// none, so that unrelated annotation churn compares equal.
-func ourAnnotations(in map[string]string) map[string]string {
+// KubeRouterAnnotations returns the kube-router.io/ annotations, or nil when
+// there are none (without allocating), so that unrelated annotation churn
+// compares equal.
+func KubeRouterAnnotations(in map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range in {
 		if strings.HasPrefix(k, AnnotationPrefix) {

@@ -1,8 +1,8 @@
 package watch
 
 import (
-	"fmt"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
