@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nfrouter/nfrouter/model"
+	"github.com/nfrouter/nfrouter/nft"
 	"github.com/nfrouter/nfrouter/watch"
 )
 
@@ -57,7 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	log := newLogger(stderr, o.logFormat, o.verbosity)
-	if err := agent(ctx, o, log); err != nil {
+	if err := agent(ctx, o, stdout, log); err != nil {
 		log.Error("nfrouter failed", "error", err)
 		return exitFailure
 	}
@@ -66,27 +67,45 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // agent wires the model, the source of objects, the backends and the servers,
 // and runs until ctx is done (or one sync, with --once).
-func agent(ctx context.Context, o *options, log *slog.Logger) error {
+func agent(ctx context.Context, o *options, stdout io.Writer, log *slog.Logger) error {
 	nodeName, err := resolveNodeName(o.hostnameOverride)
 	if err != nil {
 		return err
 	}
 	log = log.With("node", nodeName)
-	log.Info("Starting nfrouter", "version", version, "once", o.once)
+	log.Info("Starting nfrouter", "version", version, "once", o.once, "dryRun", o.dryRun)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := watch.NewMetrics(reg)
 
-	backends, err := newBackends(o, nodeName, log, reg)
+	var client kubernetes.Interface
+	var events *eventRecorder
+	if o.manifests == "" {
+		if client, err = newClient(o); err != nil {
+			return err
+		}
+		events = newEventRecorder(ctx, client, nodeName)
+	}
+	store := model.NewStore(nil)
+	if o.dryRun {
+		feeder := watch.NewFeeder(store, nil, log, metrics)
+		if err := loadObjects(ctx, o, client, feeder, log); err != nil {
+			return err
+		}
+		state, _ := store.Snapshot()
+		return nft.RenderFirewall(stdout, state, firewallConfig(o, nodeName, log, nil, nil))
+	}
+
+	backends, err := newBackends(o, nodeName, log, reg, events)
 	if err != nil {
 		return err
 	}
-	store := model.NewStore(nil)
+	defer backends.close(log)
 	health := watch.NewHealth(clock.RealClock{}, o.syncPeriod)
 	runner := watch.NewRunner(watch.RunnerConfig{
 		Store:       store,
-		Backends:    backends,
+		Backends:    backends.list,
 		MinInterval: o.minSyncInterval,
 		Period:      o.syncPeriod,
 		Log:         log,
@@ -108,7 +127,7 @@ func agent(ctx context.Context, o *options, log *slog.Logger) error {
 		}
 	}
 
-	if err := loadObjects(ctx, o, feeder, log); err != nil {
+	if err := loadObjects(ctx, o, client, feeder, log); err != nil {
 		return err
 	}
 	if o.once {
@@ -116,7 +135,7 @@ func agent(ctx context.Context, o *options, log *slog.Logger) error {
 		if err := runner.SyncOnce(ctx); err != nil {
 			return fmt.Errorf("sync: %w", err)
 		}
-		log.Info("Synced once", "backends", len(backends), "duration", time.Since(start).Round(time.Microsecond))
+		log.Info("Synced once", "backends", len(backends.list), "duration", time.Since(start).Round(time.Microsecond))
 		return nil
 	}
 	err = runner.Run(ctx)
@@ -124,29 +143,33 @@ func agent(ctx context.Context, o *options, log *slog.Logger) error {
 	return err
 }
 
-// loadObjects fills the model from manifests or from the API server's
-// informers, which keep feeding it until ctx is done.
-func loadObjects(ctx context.Context, o *options, f *watch.Feeder, log *slog.Logger) error {
-	if o.manifests != "" {
-		start := time.Now()
-		n, errs := watch.LoadManifests(o.manifests, f)
-		for _, err := range errs {
-			log.Error("Invalid manifest object", "error", err)
-		}
-		log.Info("Loaded manifests", "path", o.manifests, "objects", n, "invalid", len(errs),
-			"duration", time.Since(start).Round(time.Microsecond))
-		return nil
-	}
+func newClient(o *options) (kubernetes.Interface, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags(o.master, o.kubeconfig)
 	if err != nil {
-		return fmt.Errorf("kubernetes client config: %w", err)
+		return nil, fmt.Errorf("kubernetes client config: %w", err)
 	}
 	cfg.UserAgent = "nfrouter/" + version
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return fmt.Errorf("kubernetes client: %w", err)
+		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return watch.StartInformers(ctx, client, f, o.cacheSyncTimeout, log)
+	return client, nil
+}
+
+// loadObjects fills the model from manifests, or from the API server's
+// informers, which keep feeding it until ctx is done.
+func loadObjects(ctx context.Context, o *options, client kubernetes.Interface, f *watch.Feeder, log *slog.Logger) error {
+	if o.manifests == "" {
+		return watch.StartInformers(ctx, client, f, o.cacheSyncTimeout, log)
+	}
+	start := time.Now()
+	n, errs := watch.LoadManifests(o.manifests, f)
+	for _, err := range errs {
+		log.Error("Invalid manifest object", "error", err)
+	}
+	log.Info("Loaded manifests", "path", o.manifests, "objects", n, "invalid", len(errs),
+		"duration", time.Since(start).Round(time.Microsecond))
+	return nil
 }
 
 // resolveNodeName applies kube-router's order: the flag, $NODE_NAME, the host

@@ -22,6 +22,12 @@ type options struct {
 	runServiceProxy bool
 	runRouter       bool
 
+	netpolDefaultDeny bool
+	dryRun            bool
+
+	proxy  proxyOptions
+	router routerOptions
+
 	cacheSyncTimeout time.Duration
 	syncPeriod       time.Duration
 	minSyncInterval  time.Duration
@@ -58,6 +64,12 @@ func parseOptions(args []string) (*options, error) {
 	fs.BoolVar(&o.runFirewall, "run-firewall", true, "Enforce NetworkPolicies.")
 	fs.BoolVar(&o.runServiceProxy, "run-service-proxy", true, "Proxy services.")
 	fs.BoolVar(&o.runRouter, "run-router", true, "Route pod networks with BGP.")
+
+	fs.BoolVar(&o.netpolDefaultDeny, "netpol-default-deny", false, "Deny traffic of local pods until the firewall has programmed them.")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "Print the firewall ruleset that would be programmed, in nft syntax, and exit without touching the kernel.")
+
+	o.proxy.addFlags(fs)
+	o.router.addFlags(fs)
 
 	fs.DurationVar(&o.cacheSyncTimeout, "cache-sync-timeout", time.Minute, "How long to wait for the informer caches to sync at start.")
 	fs.DurationVar(&o.syncPeriod, "sync-period", 5*time.Minute, "Interval of full syncs that read back the kernel state and repair drift.")
@@ -105,9 +117,14 @@ func (o *options) validate() error {
 	if o.cacheSyncTimeout <= 0 {
 		errs = append(errs, fmt.Sprintf("--cache-sync-timeout must be positive, not %s", o.cacheSyncTimeout))
 	}
+	if o.dryRun && !o.runFirewall {
+		errs = append(errs, "--dry-run prints the firewall ruleset and needs --run-firewall")
+	}
 	if o.verbosity < 0 {
 		errs = append(errs, fmt.Sprintf("-v must not be negative, not %d", o.verbosity))
 	}
+	errs = append(errs, o.proxy.validate()...)
+	errs = append(errs, o.router.validate()...)
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
 	}
