@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/nftables"
+
+	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
+)
+
+func runCommand(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestUsageErrorsAreOneLineAndExitTwo(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bogus"}, "unknown flag: --bogus"},
+		{[]string{"--manifests", "x", "--kubeconfig", "y"}, "--manifests cannot be combined with --kubeconfig or --master"},
+		{[]string{"--log-format", "xml"}, `--log-format must be text or json, not "xml"`},
+		{[]string{"--sync-period", "0s"}, "--sync-period must be positive"},
+		{[]string{"--min-sync-interval", "10m", "--sync-period", "1m"}, "--min-sync-interval must be between 0 and --sync-period"},
+		{[]string{"--dry-run", "--run-firewall=false"}, "--dry-run prints the firewall ruleset and needs --run-firewall"},
+		{[]string{"--health-port", "70000"}, "invalid argument"},
+		{[]string{"stray"}, `unexpected argument "stray"`},
+	} {
+		code, stdout, stderr := runCommand(t, tc.args...)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", tc.args, code, exitUsage)
+		}
+		if !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 || stdout != "" {
+			t.Errorf("%v: stderr %q, want one line containing %q", tc.args, stderr, tc.want)
+		}
+	}
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	code, stdout, _ := runCommand(t, "--help")
+	if code != exitOK || !strings.Contains(stdout, "--hostname-override") || !strings.Contains(stdout, "--run-firewall") {
+		t.Errorf("--help: exit %d, output %q", code, stdout)
+	}
+	code, stdout, _ = runCommand(t, "--version")
+	if code != exitOK || stdout != "nfrouter dev\n" {
+		t.Errorf("--version: exit %d, output %q", code, stdout)
+	}
+}
+
+// TestDryRunPrintsTheFirewallOfTheNode renders the firewall for the example
+// manifests without touching the kernel; it needs no privileges.
+func TestDryRunPrintsTheFirewallOfTheNode(t *testing.T) {
+	code, stdout, stderr := runCommand(t, "--manifests", filepath.Join("..", "..", "deploy", "examples"),
+		"--hostname-override", "node-1", "--dry-run", "--log-format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// web-0 on node-1 is isolated; web-1 on node-2 is not this node's to
+	// isolate; frontend-0 on node-2 is a peer.
+	for _, want := range []string{"table inet nfrouter {", "10.244.1.10 : jump", "elements = { 10.244.2.20 }"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("dry-run output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "10.244.2.10") {
+		t.Errorf("dry-run for node-1 programs web-1 of node-2:\n%s", stdout)
+	}
+}
+
+// TestOnceProgramsTheFirewallInTheCurrentNamespace is the command form of
+// issue 3: --manifests … --once programs this node's firewall into the
+// current network namespace and exits 0.
+func TestOnceProgramsTheFirewallInTheCurrentNamespace(t *testing.T) {
+	kerneltest.RequireRoot(t)
+	ns := kerneltest.NewNetNS(t)
+	var code int
+	var stderr string
+	err := kerneltest.Do(ns, func() error {
+		code, _, stderr = runCommand(t, "--manifests", filepath.Join("..", "..", "deploy", "examples"),
+			"--hostname-override", "node-1", "--run-service-proxy=false", "--run-router=false", "--once", "--log-format", "json")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	conn, err := nftables.New(nftables.WithNetNSFd(int(ns)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseLasting()
+	tables, err := conn.ListTables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, tbl := range tables {
+		found = found || tbl.Name == "nfrouter"
+	}
+	if !found {
+		t.Errorf("no nfrouter table in the namespace after --once; tables: %v", tables)
+	}
+}
