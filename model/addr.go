@@ -36,10 +36,3 @@ func parsePrefix(s string) (netip.Prefix, error) {
 	}
 	return p.Masked(), nil
 }
-
-func comparePrefix(a, b netip.Prefix) int {
-	if c := a.Addr().Compare(b.Addr()); c != 0 {
-		return c
-	}
-	return a.Bits() - b.Bits()
-}

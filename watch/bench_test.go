@@ -31,7 +31,7 @@ func realisticPod(i int) *corev1.Pod {
 	ns := fmt.Sprintf("ns-%d", i%benchNamespaces)
 	ip := fmt.Sprintf("10.%d.%d.%d", 1+i/65536, i/256%256, i%256)
 	mf := metav1.ManagedFieldsEntry{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
-		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: make([]byte, 1500)}}
+		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(string(make([]byte, 1500)))}
 	container := func(name string) corev1.Container {
 		return corev1.Container{
 			Name: name, Image: "registry.example/app/" + name + ":v1.2.3",

@@ -130,7 +130,7 @@ func applyDocument(raw []byte, decoder runtime.Decoder, f *Feeder) (int, []*Mani
 			n, itemErrs := applyDocument(item.Raw, decoder, f)
 			applied += n
 			for _, e := range itemErrs {
-				e.Err = fmt.Errorf("List item %d: %w", i, e.Err)
+				e.Err = fmt.Errorf("item %d of the List: %w", i, e.Err)
 				errs = append(errs, e)
 			}
 		}

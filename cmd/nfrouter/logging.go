@@ -30,7 +30,7 @@ func newLogger(w io.Writer, format string, verbosity int) *slog.Logger {
 		if f, ok := w.(*os.File); ok {
 			tty = term.IsTerminal(int(f.Fd()))
 		}
-		h = tint.NewHandler(w, &tint.Options{Level: level, TimeFormat: time.TimeOnly, NoColor: !tty})
+		h = tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: time.TimeOnly, NoColor: !tty})
 	} else {
 		h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
 	}
