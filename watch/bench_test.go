@@ -102,7 +102,7 @@ func benchPolicy(i int) *networkingv1.NetworkPolicy {
 func loadedFeeder(b *testing.B) (*Feeder, *model.Store) {
 	b.Helper()
 	store := model.NewStore(nil)
-	f := NewFeeder(store, nil, discardLogger(), NewMetrics(nil))
+	f := NewFeeder(store, nil, discardLogger(), NewMetrics(nil), nil)
 	for i := 0; i < benchNamespaces; i++ {
 		f.Apply(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ns-%d", i)}})
 	}
@@ -214,7 +214,7 @@ func heapInUse() uint64 {
 func fillCaches(transform func(any) (any, error)) (map[string]cache.Store, *model.Store) {
 	caches := map[string]cache.Store{}
 	store := model.NewStore(nil)
-	f := NewFeeder(store, nil, discardLogger(), NewMetrics(nil))
+	f := NewFeeder(store, nil, discardLogger(), NewMetrics(nil), nil)
 	add := func(kind string, obj runtime.Object) {
 		c := caches[kind]
 		if c == nil {

@@ -10,6 +10,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/nfrouter/nfrouter/model"
 )
@@ -22,15 +23,17 @@ type Feeder struct {
 	notify  func()
 	log     *slog.Logger
 	metrics *Metrics
+	events  record.EventRecorder
 }
 
 // NewFeeder returns a feeder for store; notify is called after every change
-// (Runner.Notify), and may be nil.
-func NewFeeder(store *model.Store, notify func(), log *slog.Logger, m *Metrics) *Feeder {
+// (Runner.Notify), and may be nil. Objects that cannot be converted get a
+// Warning Event through events, which may be nil.
+func NewFeeder(store *model.Store, notify func(), log *slog.Logger, m *Metrics, events record.EventRecorder) *Feeder {
 	if notify == nil {
 		notify = func() {}
 	}
-	return &Feeder{store: store, notify: notify, log: log, metrics: m}
+	return &Feeder{store: store, notify: notify, log: log, metrics: m, events: events}
 }
 
 // Kinds are the object kinds a Feeder takes, as named in metrics and logs.
@@ -148,16 +151,22 @@ func (f *Feeder) apply(obj runtime.Object, deleted bool) (kind string, changed b
 	return "", false, fmt.Errorf("%w %T", ErrUnsupportedKind, obj)
 }
 
-// EventHandler returns informer callbacks that feed f. Conversion errors are
-// logged with the object's kind and name; the model keeps what it had.
+// EventHandler returns informer callbacks that feed f. An object that cannot
+// be converted is logged and gets a Warning Event; the model keeps what it
+// had. (A NetworkPolicy that fails closed is reported by the firewall.)
 func (f *Feeder) EventHandler() cache.ResourceEventHandler {
 	apply := func(obj any) {
 		ro, ok := obj.(runtime.Object)
 		if !ok {
 			return
 		}
-		if _, err := f.Apply(ro); err != nil {
-			f.log.Warn("Skipping invalid object", "error", err)
+		changed, err := f.Apply(ro)
+		if err == nil || changed {
+			return
+		}
+		f.log.Warn("Ignoring invalid object; keeping what was programmed for it", "error", err)
+		if f.events != nil {
+			f.events.Event(ro, corev1.EventTypeWarning, "InvalidObject", "nfrouter ignores this object: "+err.Error())
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{

@@ -193,7 +193,7 @@ func TestFieldReportHeadlessChurnCostsTheProxyNothing(t *testing.T) {
 	health := NewHealth(nil, time.Minute)
 	runner := NewRunner(RunnerConfig{Store: store, Backends: []Backend{firewall, proxy}, MinInterval: 10 * time.Millisecond,
 		Period: time.Hour, Log: discardLogger(), Metrics: metrics, Health: health})
-	feeder := NewFeeder(store, runner.Notify, discardLogger(), metrics)
+	feeder := NewFeeder(store, runner.Notify, discardLogger(), metrics, nil)
 	if err := StartInformers(ctx, client, feeder, 10*time.Second, discardLogger()); err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestFieldReportHeadlessChurnCostsTheProxyNothing(t *testing.T) {
 
 func TestOnlyWhatAPolicyReadsChangesTheModel(t *testing.T) {
 	store := model.NewStore(nil)
-	f := NewFeeder(store, nil, discardLogger(), NewMetrics(nil))
+	f := NewFeeder(store, nil, discardLogger(), NewMetrics(nil), nil)
 	pod := reportPod(1)
 	pod.Status.Phase, pod.Status.PodIP = corev1.PodRunning, podIP(1)
 	other := reportPod(2)

@@ -11,7 +11,7 @@ import (
 
 func TestLoadManifestsReportsBadDocumentsAndLoadsTheRest(t *testing.T) {
 	store := model.NewStore(nil)
-	f := NewFeeder(store, nil, discardLogger(), NewMetrics(nil))
+	f := NewFeeder(store, nil, discardLogger(), NewMetrics(nil), nil)
 	n, errs := LoadManifests(filepath.Join("testdata", "manifests"), f)
 
 	// good.yaml: namespace, pod, and the List's service and slice; bad.yaml: the
@@ -55,7 +55,7 @@ func TestLoadManifestsReportsBadDocumentsAndLoadsTheRest(t *testing.T) {
 }
 
 func TestLoadManifestsMissingPath(t *testing.T) {
-	_, errs := LoadManifests(filepath.Join("testdata", "nope"), NewFeeder(model.NewStore(nil), nil, discardLogger(), NewMetrics(nil)))
+	_, errs := LoadManifests(filepath.Join("testdata", "nope"), NewFeeder(model.NewStore(nil), nil, discardLogger(), NewMetrics(nil), nil))
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "nope") {
 		t.Errorf("errs = %v", errs)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	"github.com/nfrouter/nfrouter/model"
@@ -81,15 +82,17 @@ func agent(ctx context.Context, o *options, stdout io.Writer, log *slog.Logger) 
 
 	var client kubernetes.Interface
 	var events *eventRecorder
+	var objectEvents record.EventRecorder // nil with manifests: no API server to tell
 	if o.manifests == "" {
 		if client, err = newClient(o); err != nil {
 			return err
 		}
 		events = newEventRecorder(ctx, client, nodeName)
+		objectEvents = events.recorder
 	}
 	store := model.NewStore(nil)
 	if o.dryRun {
-		feeder := watch.NewFeeder(store, nil, log, metrics)
+		feeder := watch.NewFeeder(store, nil, log, metrics, objectEvents)
 		if err := loadObjects(ctx, o, client, feeder, log); err != nil {
 			return err
 		}
@@ -112,7 +115,7 @@ func agent(ctx context.Context, o *options, stdout io.Writer, log *slog.Logger) 
 		Metrics:     metrics,
 		Health:      health,
 	})
-	feeder := watch.NewFeeder(store, runner.Notify, log, metrics)
+	feeder := watch.NewFeeder(store, runner.Notify, log, metrics, objectEvents)
 
 	if !o.once {
 		if o.metricsPort != 0 {
