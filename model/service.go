@@ -21,6 +21,12 @@ const (
 	AnnotationLocal      = "kube-router.io/service.local"
 	AnnotationHairpin    = "kube-router.io/service.hairpin"
 	AnnotationDSR        = "kube-router.io/service.dsr"
+
+	// The router's per-service overrides of --advertise-cluster-ip,
+	// --advertise-external-ip and --advertise-loadbalancer-ip.
+	AnnotationAdvertiseClusterIP      = "kube-router.io/service.advertise.clusterip"
+	AnnotationAdvertiseExternalIP     = "kube-router.io/service.advertise.externalip"
+	AnnotationAdvertiseLoadBalancerIP = "kube-router.io/service.advertise.loadbalancerip"
 )
 
 // ServiceKey names a service.
@@ -68,6 +74,12 @@ type ProxyOptions struct {
 	Local      bool   // kube-router.io/service.local: "true"
 	Hairpin    bool   // kube-router.io/service.hairpin present
 	DSR        string // kube-router.io/service.dsr
+
+	// The router's advertise overrides, "" when absent; the router validates
+	// them ("true" or "false").
+	AdvertiseClusterIP      string // kube-router.io/service.advertise.clusterip
+	AdvertiseExternalIP     string // kube-router.io/service.advertise.externalip
+	AdvertiseLoadBalancerIP string // kube-router.io/service.advertise.loadbalancerip
 }
 
 // Equal reports whether two service ports, either of which may be nil, are the
@@ -168,5 +180,9 @@ func proxyOptions(ann map[string]string) ProxyOptions {
 		Local:      ann[AnnotationLocal] == "true",
 		Hairpin:    hairpin,
 		DSR:        strings.TrimSpace(ann[AnnotationDSR]),
+
+		AdvertiseClusterIP:      strings.TrimSpace(ann[AnnotationAdvertiseClusterIP]),
+		AdvertiseExternalIP:     strings.TrimSpace(ann[AnnotationAdvertiseExternalIP]),
+		AdvertiseLoadBalancerIP: strings.TrimSpace(ann[AnnotationAdvertiseLoadBalancerIP]),
 	}
 }
