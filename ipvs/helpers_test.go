@@ -1,0 +1,116 @@
+package ipvs
+
+import (
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nfrouter/nfrouter/model"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+const thisNode = "node-a"
+
+// svc builds a service port; opts tweak it.
+func svc(ns, name string, port uint16, opts ...func(*model.ServicePort)) *model.ServicePort {
+	sp := &model.ServicePort{
+		Key:  model.ServicePortKey{Namespace: ns, Name: name, Protocol: model.TCP},
+		Port: port,
+	}
+	for _, o := range opts {
+		o(sp)
+	}
+	return sp
+}
+
+func addrs(ss ...string) []netip.Addr {
+	var out []netip.Addr
+	for _, s := range ss {
+		out = append(out, netip.MustParseAddr(s))
+	}
+	return out
+}
+
+func clusterIPs(ss ...string) func(*model.ServicePort) {
+	return func(sp *model.ServicePort) { sp.ClusterIPs = addrs(ss...) }
+}
+
+func proto(p model.Protocol, portName string) func(*model.ServicePort) {
+	return func(sp *model.ServicePort) { sp.Key.Protocol, sp.Key.Port = p, portName }
+}
+
+// ep builds an endpoint "addr:port@node" with conditions r (ready), s
+// (serving), t (terminating).
+func ep(spec, conds string) model.Endpoint {
+	at := strings.SplitN(spec, "@", 2)
+	ap := netip.MustParseAddrPort(at[0])
+	e := model.Endpoint{Addr: ap.Addr(), Port: ap.Port()}
+	if len(at) == 2 {
+		e.Node = at[1]
+	}
+	e.Ready = strings.Contains(conds, "r")
+	e.Serving = strings.Contains(conds, "s")
+	e.Terminating = strings.Contains(conds, "t")
+	return e
+}
+
+// newState returns a state holding the given service ports, endpoints by
+// service port, and this node with the given addresses.
+func newState(node *model.Node, ports []*model.ServicePort, eps map[model.ServicePortKey]model.Endpoints) *model.State {
+	st := &model.State{
+		ServicePorts: map[model.ServicePortKey]*model.ServicePort{},
+		Endpoints:    map[model.ServicePortKey]model.Endpoints{},
+		Nodes:        map[string]*model.Node{},
+	}
+	for _, sp := range ports {
+		st.ServicePorts[sp.Key] = sp
+	}
+	for k, e := range eps {
+		st.Endpoints[k] = e
+	}
+	if node != nil {
+		st.Nodes[node.Name] = node
+	}
+	return st
+}
+
+// dumpPlanner is the canonical text of what a planner wants.
+func dumpPlanner(p *Planner) string {
+	var b strings.Builder
+	for _, vs := range p.Services() {
+		b.WriteString(vs.String() + "\n")
+	}
+	fmt.Fprintf(&b, "vips:")
+	for _, a := range p.VIPs() {
+		b.WriteString(" " + a.String())
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// golden compares got with testdata/<name>.golden; -update rewrites it.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run with -update to create it): %v", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs from golden file %s (-update rewrites it)\ngot:\n%s\nwant:\n%s", name, path, got, want)
+	}
+}
