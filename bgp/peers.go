@@ -1,0 +1,154 @@
+package bgp
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/nfrouter/nfrouter/model"
+)
+
+// PeerSpec is one BGP session as this node wants it. Two equal specs mean the
+// session is left alone.
+type PeerSpec struct {
+	Addr     netip.Addr
+	ASN      uint32
+	Port     uint16
+	Password string
+	// Node names the peer when it is a node of the cluster; "" for an external
+	// router.
+	Node string
+	// RRClusterID is set when the peer is our route-reflector client.
+	RRClusterID string
+	// MultihopTTL is set (> 1) for eBGP sessions to routers several hops away.
+	MultihopTTL uint8
+}
+
+// External reports whether the peer is a router outside the cluster.
+func (p PeerSpec) External() bool { return p.Node == "" }
+
+// PeerPlan is the local speaker's identity and its sessions.
+type PeerPlan struct {
+	LocalASN uint32
+	RouterID netip.Addr
+	// NodeAddr is this node's address: the next hop of the paths it originates.
+	NodeAddr netip.Addr
+	Peers    map[netip.Addr]PeerSpec
+	// NodeAddrs maps the address of every other node to its name, whether
+	// peered or not; the route planner tunnels only to nodes.
+	NodeAddrs map[netip.Addr]string
+	Problems  []Problem
+}
+
+// NodeAddr is the address a node peers from: its first internal IPv4
+// address, else its first internal address, else its first external one.
+func NodeAddr(n *model.Node) netip.Addr {
+	for _, a := range n.InternalIPs {
+		if a.Is4() {
+			return a
+		}
+	}
+	if len(n.InternalIPs) > 0 {
+		return n.InternalIPs[0]
+	}
+	if len(n.ExternalIPs) > 0 {
+		return n.ExternalIPs[0]
+	}
+	return netip.Addr{}
+}
+
+// PlanPeers decides the sessions of node cfg.NodeName:
+//   - a route-reflector client peers only with the route-reflector servers;
+//   - a server peers with the other servers and, as their reflector, with its
+//     clients;
+//   - with --nodes-full-mesh, every other node that is not a client and has
+//     the same ASN (kube-router.io/node.asn, else the cluster ASN) is a peer;
+//   - external routers from the flags and from this node's kube-router.io/peers
+//     annotation (which wins for the same address).
+//
+// Only this node's malformed annotations are reported (every node reports its
+// own); a malformed annotation of another node makes it count as unannotated.
+func PlanPeers(cfg *Config, nodes map[string]*model.Node) (PeerPlan, error) {
+	local := nodes[cfg.NodeName]
+	if local == nil {
+		return PeerPlan{}, fmt.Errorf("plan peers: node %s not known yet", cfg.NodeName)
+	}
+	plan := PeerPlan{Peers: map[netip.Addr]PeerSpec{}, NodeAddrs: map[netip.Addr]string{}}
+	plan.NodeAddr = NodeAddr(local)
+	if !plan.NodeAddr.IsValid() {
+		return PeerPlan{}, fmt.Errorf("plan peers: node %s has no address", cfg.NodeName)
+	}
+	plan.RouterID = cfg.RouterID
+	if !plan.RouterID.IsValid() {
+		if !plan.NodeAddr.Is4() {
+			return PeerPlan{}, fmt.Errorf("plan peers: node %s has no IPv4 address for a router ID; set --router-id", cfg.NodeName)
+		}
+		plan.RouterID = plan.NodeAddr
+	}
+	ls, problems := parseNodeSettings(local)
+	plan.Problems = problems
+	plan.LocalASN = cfg.ClusterASN
+	if ls.asn != 0 {
+		plan.LocalASN = ls.asn
+	}
+	localServer, localClient := ls.rrServer != "", ls.rrClient != "" && ls.rrServer == ""
+
+	names := make([]string, 0, len(nodes))
+	for name := range nodes {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if name == cfg.NodeName {
+			continue
+		}
+		n := nodes[name]
+		addr := NodeAddr(n)
+		if !addr.IsValid() || addr == plan.NodeAddr {
+			continue
+		}
+		plan.NodeAddrs[addr] = name
+		other, _ := parseNodeSettings(n)
+		asn := cfg.ClusterASN
+		if other.asn != 0 {
+			asn = other.asn
+		}
+		server, client := other.rrServer != "", other.rrClient != "" && other.rrServer == ""
+		spec := PeerSpec{Addr: addr, ASN: asn, Port: cfg.Port, Node: name}
+		switch {
+		case localClient:
+			if !server {
+				continue
+			}
+		case client:
+			if !localServer {
+				continue
+			}
+			spec.RRClusterID = ls.rrServer
+		case localServer && server:
+		case cfg.NodesFullMesh && asn == plan.LocalASN:
+		default:
+			continue
+		}
+		plan.Peers[addr] = spec
+	}
+
+	external := slices.Clone(cfg.PeerRouters)
+	external = append(external, ls.peers...) // later entries win
+	for _, p := range external {
+		if _, isNode := plan.NodeAddrs[p.Addr]; isNode || p.Addr == plan.NodeAddr {
+			plan.Problems = append(plan.Problems, Problem{Node: cfg.NodeName, Reason: "InvalidPeer",
+				Message: fmt.Sprintf("external peer %s ignored: it is a node's address", p.Addr)})
+			continue
+		}
+		spec := PeerSpec{Addr: p.Addr, ASN: p.ASN, Port: p.Port, Password: p.Password}
+		if spec.Port == 0 {
+			spec.Port = DefaultPort
+		}
+		if p.ASN != plan.LocalASN && cfg.MultihopTTL > 1 {
+			spec.MultihopTTL = cfg.MultihopTTL
+		}
+		plan.Peers[p.Addr] = spec
+	}
+	return plan, nil
+}
