@@ -1,0 +1,45 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+)
+
+// cleanups is a stack of undo steps, run in reverse order by Close: each thing
+// the bed makes registers its undo right after it was made, so a start that
+// fails half-way undoes exactly what it did.
+type cleanups struct {
+	// mu protects fns.
+	mu  sync.Mutex
+	fns []cleanup
+}
+
+type cleanup struct {
+	what string
+	fn   func() error
+}
+
+func (c *cleanups) add(what string, fn func() error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fns = append(c.fns, cleanup{what, fn})
+}
+
+// run undoes everything registered so far, newest first, and reports every
+// failure; it may be called more than once.
+func (c *cleanups) run(log *slog.Logger) error {
+	c.mu.Lock()
+	fns := c.fns
+	c.fns = nil
+	c.mu.Unlock()
+	var errs []error
+	for i := len(fns) - 1; i >= 0; i-- {
+		if err := fns[i].fn(); err != nil {
+			log.Warn("Cleanup failed", "what", fns[i].what, "error", err)
+			errs = append(errs, fmt.Errorf("%s: %w", fns[i].what, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,62 @@
+package cluster
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Summary is what one nfrouter reports about its work, read from its metrics
+// endpoint, plus the execve count from strace.
+type Summary struct {
+	Node            string
+	EventsChanged   float64 // events that changed the model
+	EventsIgnored   float64 // events that changed nothing nfrouter reads
+	Syncs           float64 // firewall syncs, all reasons
+	Transactions    float64 // nftables transactions sent
+	NetlinkMessages float64
+	ElementsAdded   float64
+	ElementsRemoved float64
+	ChainsRewritten float64
+	Execs           int
+}
+
+// SummaryOf builds a Summary from a scrape and an execve count.
+func SummaryOf(node string, m Metrics, execs int) Summary {
+	return Summary{
+		Node:            node,
+		EventsChanged:   m.Sum("nfrouter_watch_events_total", `result="changed"`),
+		EventsIgnored:   m.Sum("nfrouter_watch_events_total", `result="ignored"`),
+		Syncs:           m.Sum("nfrouter_syncs_total", `backend="firewall"`),
+		Transactions:    m.Sum("nfrouter_firewall_transactions_total"),
+		NetlinkMessages: m.Sum("nfrouter_firewall_netlink_messages_total"),
+		ElementsAdded:   m.Sum("nfrouter_firewall_elements_added_total"),
+		ElementsRemoved: m.Sum("nfrouter_firewall_elements_removed_total"),
+		ChainsRewritten: m.Sum("nfrouter_firewall_chains_rewritten_total"),
+		Execs:           execs,
+	}
+}
+
+// Minus is the work done between two summaries.
+func (s Summary) Minus(o Summary) Summary {
+	return Summary{Node: s.Node, EventsChanged: s.EventsChanged - o.EventsChanged, EventsIgnored: s.EventsIgnored - o.EventsIgnored,
+		Syncs: s.Syncs - o.Syncs, Transactions: s.Transactions - o.Transactions, NetlinkMessages: s.NetlinkMessages - o.NetlinkMessages,
+		ElementsAdded: s.ElementsAdded - o.ElementsAdded, ElementsRemoved: s.ElementsRemoved - o.ElementsRemoved,
+		ChainsRewritten: s.ChainsRewritten - o.ChainsRewritten, Execs: s.Execs - o.Execs}
+}
+
+func (s Summary) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: events changed=%.0f ignored=%.0f, firewall syncs=%.0f, nftables transactions=%.0f (netlink messages=%.0f, elements +%.0f/-%.0f, chains rewritten=%.0f), execve=%d",
+		s.Node, s.EventsChanged, s.EventsIgnored, s.Syncs, s.Transactions, s.NetlinkMessages,
+		s.ElementsAdded, s.ElementsRemoved, s.ChainsRewritten, s.Execs)
+	return b.String()
+}
+
+// Summary scrapes r and counts its execs.
+func (r *NFRouter) Summary(ctxMetrics Metrics) (Summary, error) {
+	n, _, err := r.Execs()
+	if err != nil {
+		return Summary{}, err
+	}
+	return SummaryOf(r.Node.Name, ctxMetrics, n), nil
+}
