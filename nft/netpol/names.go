@@ -3,7 +3,7 @@ package netpol
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
+	"strings"
 
 	"github.com/nfrouter/nfrouter/model"
 )
@@ -76,9 +76,29 @@ func policyChain(d direction, k model.PolicyKey) string {
 	return "np-" + d.String() + "/" + policyID(k)
 }
 
-func targetSet(k model.PolicyKey, v6 bool) string { return "np-tgt" + fam(v6) + "/" + policyID(k) }
+// podsSetName names a set of pods: under its namespace when only pods of
+// one namespace can be in it, with a hash of its key (the comment says
+// which pods in words).
+func podsSetName(ns, key string, v6 bool) string {
+	prefix := "pods" + fam(v6) + "/"
+	if ns != "" {
+		prefix += ns + "/"
+	}
+	return hashedName(prefix, key)
+}
 
-// ruleSet names a set of rule i of a policy: kind is "pod", "cidr" or "port".
-func ruleSet(d direction, i int, kind string, k model.PolicyKey, v6 bool) string {
-	return fmt.Sprintf("np-%s%d-%s%s/%s", d, i, kind, fam(v6), policyID(k))
+// portsSetName names a set of named ports by the names ("http.tcp"), or by
+// a hash when they are too long for a set name.
+func portsSetName(parts []string, v6 bool) string {
+	name := "ports" + fam(v6) + "/" + strings.Join(parts, "/")
+	if len(name) <= maxID {
+		return name
+	}
+	return hashedName("ports"+fam(v6)+"/", strings.Join(parts, "/"))
+}
+
+// hashedName is prefix followed by a short hash of key.
+func hashedName(prefix, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return prefix + hex.EncodeToString(sum[:6])
 }

@@ -19,8 +19,10 @@ type Config struct {
 }
 
 // Planner keeps the firewall's objects in a ruleset.Table up to date with the
-// model. Update does work proportional to what changed. A Planner is not safe
-// for concurrent use.
+// model. Update does work proportional to what changed: a pod is checked
+// against the shared sets that can hold pods of its namespace and the
+// policies of its namespace, never against every policy. A Planner is not
+// safe for concurrent use.
 type Planner struct {
 	cfg Config
 	t   *ruleset.Table
@@ -31,11 +33,28 @@ type Planner struct {
 	namespaces map[string]*model.Namespace
 	node       *model.Node
 	plans      map[model.PolicyKey]*policyPlan
+	plansByNS  map[string]map[model.PolicyKey]*policyPlan
 
-	// contrib holds the elements each pod brought, per policy; local the
-	// elements of the default-deny local-pod sets.
-	contrib map[model.PodKey]map[model.PolicyKey][]setElem
-	local   map[model.PodKey][]setElem
+	// sets are the shared sets by key; nsSets indexes those only pods of one
+	// namespace can be in, anySets the others.
+	sets    map[string]*sharedSet
+	nsSets  map[string]map[*sharedSet]struct{}
+	anySets map[*sharedSet]struct{}
+
+	// podIn lists the shared sets each pod is in; iso holds the isolation
+	// map elements each pod brings, per policy; local the elements of the
+	// default-deny local-pod sets.
+	podIn map[model.PodKey]map[*sharedSet]struct{}
+	iso   map[model.PodKey]map[model.PolicyKey][]setElem
+	local map[model.PodKey][]setElem
+}
+
+// sharedSet is a setSpec in use by refs policies, with what each pod brought
+// to it.
+type sharedSet struct {
+	spec    *setSpec
+	refs    int
+	members map[model.PodKey][]setElem
 }
 
 // New returns a planner that writes into t and installs the objects every
@@ -44,7 +63,10 @@ func New(t *ruleset.Table, cfg Config) *Planner {
 	p := &Planner{cfg: cfg, t: t,
 		pods: map[model.PodKey]*model.Pod{}, byNS: map[string]map[model.PodKey]*model.Pod{},
 		namespaces: map[string]*model.Namespace{}, plans: map[model.PolicyKey]*policyPlan{},
-		contrib: map[model.PodKey]map[model.PolicyKey][]setElem{}, local: map[model.PodKey][]setElem{}}
+		plansByNS: map[string]map[model.PolicyKey]*policyPlan{},
+		sets:      map[string]*sharedSet{}, nsSets: map[string]map[*sharedSet]struct{}{}, anySets: map[*sharedSet]struct{}{},
+		podIn: map[model.PodKey]map[*sharedSet]struct{}{}, iso: map[model.PodKey]map[model.PolicyKey][]setElem{},
+		local: map[model.PodKey][]setElem{}}
 	p.installBase()
 	return p
 }
@@ -99,20 +121,32 @@ type Result struct {
 func (p *Planner) Update(st *model.State, ch *model.Changes) Result {
 	podKeys, nsKeys, polKeys, nodeChanged := p.changedKeys(st, ch)
 
+	// Pending pods leave every set and map now and are planned once at the
+	// end, against the final policies: the changed pods and the pods of
+	// namespaces whose labels changed.
+	pending := map[model.PodKey]bool{}
+	for _, k := range podKeys {
+		pending[k] = true
+	}
 	for _, name := range nsKeys {
 		if ns := st.Namespaces[name]; ns != nil {
 			p.namespaces[name] = ns
 		} else {
 			delete(p.namespaces, name)
 		}
+		for k := range p.byNS[name] {
+			pending[k] = true
+		}
+	}
+	for k := range pending {
+		p.unplanPod(k)
 	}
 	if nodeChanged {
 		p.node = st.Nodes[p.cfg.NodeName]
 		p.planLocalCIDRs()
 	}
-	// Pods first, so that re-planned policies see the new pods.
 	for _, k := range podKeys {
-		p.removePod(k)
+		p.forgetPod(k)
 		if pod := st.Pods[k]; pod != nil {
 			p.pods[k] = pod
 			if p.byNS[k.Namespace] == nil {
@@ -123,42 +157,16 @@ func (p *Planner) Update(st *model.State, ch *model.Changes) Result {
 	}
 	nsTouched := map[string]bool{}
 	for _, k := range polKeys {
-		p.removePolicy(k)
-		if pol := st.Policies[k]; pol != nil {
-			p.addPolicy(pol)
-		}
+		p.replacePolicy(k, st.Policies[k], pending)
 		nsTouched[k.Namespace] = true
 	}
 	for _, ns := range slices.Sorted(maps.Keys(nsTouched)) {
 		p.planNamespaceChains(ns)
 	}
-	// Pods whose own contributions must be recomputed for every policy: the
-	// changed pods and the pods of namespaces whose labels changed.
-	redo := map[model.PodKey]bool{}
-	for _, k := range podKeys {
-		redo[k] = true
-	}
-	for _, name := range nsKeys {
-		for k := range p.byNS[name] {
-			redo[k] = true
+	for k := range pending {
+		if pod := p.pods[k]; pod != nil {
+			p.planPod(pod)
 		}
-	}
-	fresh := map[model.PolicyKey]bool{}
-	for _, k := range polKeys {
-		fresh[k] = true
-	}
-	for k := range redo {
-		pod := p.pods[k]
-		if pod == nil {
-			continue
-		}
-		for pk, pp := range p.plans {
-			if fresh[pk] {
-				continue // addPolicy already counted this pod
-			}
-			p.setContribution(k, pk, pp.contribute(nil, pod, p.namespaces[pod.Namespace], p.cfg.NodeName))
-		}
-		p.planLocalPod(pod)
 	}
 	return Result{Policies: polKeys}
 }
@@ -211,15 +219,29 @@ func comparePolicyKey(a, b model.PolicyKey) int {
 	return 0
 }
 
-func (p *Planner) removePod(k model.PodKey) {
-	for pk := range p.contrib[k] {
-		p.setContribution(k, pk, nil)
+// unplanPod takes everything pod k brought out of the table.
+func (p *Planner) unplanPod(k model.PodKey) {
+	for s := range p.podIn[k] {
+		for _, se := range s.members[k] {
+			p.t.RemoveElement(se.set, se.e)
+		}
+		delete(s.members, k)
 	}
-	delete(p.contrib, k)
+	delete(p.podIn, k)
+	for _, els := range p.iso[k] {
+		for _, se := range els {
+			p.t.RemoveElement(se.set, se.e)
+		}
+	}
+	delete(p.iso, k)
 	for _, se := range p.local[k] {
 		p.t.RemoveElement(se.set, se.e)
 	}
 	delete(p.local, k)
+}
+
+// forgetPod drops pod k from the planner's indexes.
+func (p *Planner) forgetPod(k model.PodKey) {
 	delete(p.pods, k)
 	if m := p.byNS[k.Namespace]; m != nil {
 		delete(m, k)
@@ -229,9 +251,43 @@ func (p *Planner) removePod(k model.PodKey) {
 	}
 }
 
-// setContribution replaces what pod k brings for policy pk.
-func (p *Planner) setContribution(k model.PodKey, pk model.PolicyKey, els []setElem) {
-	m := p.contrib[k]
+// planPod adds what pod brings to the shared sets that can hold pods of its
+// namespace, to the isolation maps for the policies of its namespace, and to
+// the default-deny local-pod sets.
+func (p *Planner) planPod(pod *model.Pod) {
+	k := pod.Key()
+	ns := p.namespaces[pod.Namespace]
+	for s := range p.nsSets[pod.Namespace] {
+		p.join(s, k, pod, ns)
+	}
+	for s := range p.anySets {
+		p.join(s, k, pod, ns)
+	}
+	for pk, pp := range p.plansByNS[pod.Namespace] {
+		p.setIsolation(k, pk, pp.isolation(pod, p.cfg.NodeName))
+	}
+	p.planLocalPod(pod)
+}
+
+// join adds what pod k brings to set s, if anything.
+func (p *Planner) join(s *sharedSet, k model.PodKey, pod *model.Pod, ns *model.Namespace) {
+	els := s.spec.elements(pod, ns)
+	if len(els) == 0 {
+		return
+	}
+	for _, se := range els {
+		p.t.AddElement(se.set, se.e)
+	}
+	s.members[k] = els
+	if p.podIn[k] == nil {
+		p.podIn[k] = map[*sharedSet]struct{}{}
+	}
+	p.podIn[k][s] = struct{}{}
+}
+
+// setIsolation replaces the isolation-map elements pod k brings for policy pk.
+func (p *Planner) setIsolation(k model.PodKey, pk model.PolicyKey, els []setElem) {
+	m := p.iso[k]
 	for _, se := range m[pk] {
 		p.t.RemoveElement(se.set, se.e)
 	}
@@ -240,66 +296,140 @@ func (p *Planner) setContribution(k model.PodKey, pk model.PolicyKey, els []setE
 	}
 	if len(els) == 0 {
 		delete(m, pk)
+		if len(m) == 0 {
+			delete(p.iso, k)
+		}
 		return
 	}
 	if m == nil {
 		m = map[model.PolicyKey][]setElem{}
-		p.contrib[k] = m
+		p.iso[k] = m
 	}
 	m[pk] = els
 }
 
-func (p *Planner) removePolicy(k model.PolicyKey) {
-	pp := p.plans[k]
-	if pp == nil {
-		return
-	}
-	for pod := range p.contrib {
-		if _, ok := p.contrib[pod][k]; ok {
-			p.setContribution(pod, k, nil)
+// replacePolicy replaces policy k by pol (nil: removes it). Sets the old and
+// new versions share stay in place; pods not pending are planned against the
+// new version here, pending ones later by planPod.
+func (p *Planner) replacePolicy(k model.PolicyKey, pol *model.Policy, pending map[model.PodKey]bool) {
+	old := p.plans[k]
+	var pp *policyPlan
+	if pol != nil {
+		pp = planPolicy(pol)
+		for _, spec := range pp.uses {
+			p.acquire(spec, pending)
+		}
+		for _, c := range pp.chains {
+			p.t.PutChain(c)
+		}
+		p.plans[k] = pp
+		if p.plansByNS[k.Namespace] == nil {
+			p.plansByNS[k.Namespace] = map[model.PolicyKey]*policyPlan{}
+		}
+		p.plansByNS[k.Namespace][k] = pp
+	} else {
+		delete(p.plans, k)
+		if m := p.plansByNS[k.Namespace]; m != nil {
+			delete(m, k)
+			if len(m) == 0 {
+				delete(p.plansByNS, k.Namespace)
+			}
 		}
 	}
-	for _, c := range pp.chains {
-		p.t.DeleteChain(c.Name)
+	if old != nil {
+		for _, c := range old.chains {
+			if pp == nil || !slices.ContainsFunc(pp.chains, func(n *ruleset.Chain) bool { return n.Name == c.Name }) {
+				p.t.DeleteChain(c.Name)
+			}
+		}
+		for _, spec := range old.uses {
+			p.release(spec.key)
+		}
 	}
-	for _, s := range pp.sets {
-		p.t.DeleteSet(s.Name)
+	for pk, pod := range p.byNS[k.Namespace] {
+		if pending[pk] {
+			continue
+		}
+		var els []setElem
+		if pp != nil {
+			els = pp.isolation(pod, p.cfg.NodeName)
+		}
+		p.setIsolation(pk, k, els)
 	}
-	delete(p.plans, k)
 }
 
-func (p *Planner) addPolicy(pol *model.Policy) {
-	pp := planPolicy(pol)
-	p.plans[pol.Key()] = pp
-	for _, s := range pp.sets {
-		p.t.PutSet(s)
+// acquire takes a reference on the shared set of spec, creating and filling
+// it (with the pods that are not pending) if it is new.
+func (p *Planner) acquire(spec *setSpec, pending map[model.PodKey]bool) {
+	s := p.sets[spec.key]
+	if s != nil {
+		s.refs++
+		return
 	}
-	for _, se := range pp.static {
-		p.t.AddElement(se.set, se.e)
+	s = &sharedSet{spec: spec, refs: 1, members: map[model.PodKey][]setElem{}}
+	p.sets[spec.key] = s
+	for _, d := range spec.defs() {
+		p.t.PutSet(d)
 	}
-	for _, c := range pp.chains {
-		p.t.PutChain(c)
+	for _, e := range spec.static {
+		p.t.AddElement(spec.names[idx(e.Addr.Is6())], e)
 	}
-	nss, all := pp.candidateNamespaces(p.byNS, p.namespaces)
-	for ns, pods := range p.byNS {
-		if !all && !nss[ns] {
+	switch {
+	case spec.kind == cidrSet:
+		return
+	case spec.kind == podsSet && spec.ns != "":
+		if p.nsSets[spec.ns] == nil {
+			p.nsSets[spec.ns] = map[*sharedSet]struct{}{}
+		}
+		p.nsSets[spec.ns][s] = struct{}{}
+	default:
+		p.anySets[s] = struct{}{}
+	}
+	for name, pods := range p.byNS {
+		ns := p.namespaces[name]
+		if !spec.mayMatchNS(name, ns) {
 			continue
 		}
 		for k, pod := range pods {
-			p.setContribution(k, pol.Key(), pp.contribute(nil, pod, p.namespaces[ns], p.cfg.NodeName))
+			if !pending[k] {
+				p.join(s, k, pod, ns)
+			}
 		}
 	}
+}
+
+// release drops a reference on a shared set and deletes it with the last.
+func (p *Planner) release(key string) {
+	s := p.sets[key]
+	if s.refs--; s.refs > 0 {
+		return
+	}
+	for _, name := range s.spec.names {
+		if name != "" {
+			p.t.DeleteSet(name)
+		}
+	}
+	for k := range s.members {
+		if m := p.podIn[k]; m != nil {
+			delete(m, s)
+			if len(m) == 0 {
+				delete(p.podIn, k)
+			}
+		}
+	}
+	delete(p.sets, key)
+	if m := p.nsSets[s.spec.ns]; m != nil {
+		delete(m, s)
+		if len(m) == 0 {
+			delete(p.nsSets, s.spec.ns)
+		}
+	}
+	delete(p.anySets, s)
 }
 
 // planNamespaceChains rewrites the dispatch chains of one namespace.
 func (p *Planner) planNamespaceChains(ns string) {
-	var keys []model.PolicyKey
-	for k := range p.plans {
-		if k.Namespace == ns {
-			keys = append(keys, k)
-		}
-	}
-	slices.SortFunc(keys, comparePolicyKey)
+	keys := slices.SortedFunc(maps.Keys(p.plansByNS[ns]), comparePolicyKey)
 	for _, d := range []direction{ingress, egress} {
 		c := &ruleset.Chain{Name: nsChain(d, ns), Comment: fmt.Sprintf("%s policies of namespace %s", d.long(), ns)}
 		isolated := false
@@ -318,7 +448,7 @@ func (p *Planner) planNamespaceChains(ns string) {
 			}
 			for _, v6 := range []bool{false, true} {
 				c.Rules = append(c.Rules, ruleset.Rule{
-					Matches: []ruleset.Match{ruleset.AddrIn{V6: v6, Src: d == egress, Set: targetSet(k, v6)}},
+					Matches: []ruleset.Match{ruleset.AddrIn{V6: v6, Src: d == egress, Set: p.plans[k].target.names[idx(v6)]}},
 					Verdict: ruleset.Jump{Chain: policyChain(d, k)}})
 			}
 		}
