@@ -1,0 +1,11 @@
+package ipvs
+
+import "github.com/nfrouter/nfrouter/model"
+
+// EventRecorder publishes Kubernetes Events about services. The command
+// adapts client-go's record.EventRecorder to it.
+type EventRecorder interface {
+	// ServiceEvent records an event of type "Normal" or "Warning" on a
+	// service.
+	ServiceEvent(svc model.ServiceKey, eventType, reason, message string)
+}
