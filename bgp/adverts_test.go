@@ -58,14 +58,14 @@ func TestServicePrefixes(t *testing.T) {
 		{name: "external Local without local endpoint: external VIPs withheld", flags: all,
 			sp: svcPort("a", func(sp *model.ServicePort) { sp.ExternalTrafficLocal = true }), eps: localEndpoint("n2"), want: "[10.96.0.10/32]"},
 		{name: "external Local with local endpoint", flags: all,
-			sp:  svcPort("a", func(sp *model.ServicePort) { sp.ExternalTrafficLocal = true }), eps: localEndpoint("n1"),
+			sp: svcPort("a", func(sp *model.ServicePort) { sp.ExternalTrafficLocal = true }), eps: localEndpoint("n1"),
 			want: "[10.96.0.10/32 198.51.100.1/32 203.0.113.1/32]"},
 		{name: "internal Local without local endpoint: cluster IP withheld", flags: all,
 			sp: svcPort("a", func(sp *model.ServicePort) { sp.InternalTrafficLocal = true }), want: "[198.51.100.1/32 203.0.113.1/32]"},
 		{name: "service.local annotation withholds everything", flags: all,
 			sp: svcPort("a", func(sp *model.ServicePort) { sp.Options.Local = true }), eps: localEndpoint("n2"), want: "[]"},
 		{name: "terminating-only local endpoint does not count", flags: all,
-			sp: svcPort("a", func(sp *model.ServicePort) { sp.Options.Local = true }),
+			sp:  svcPort("a", func(sp *model.ServicePort) { sp.Options.Local = true }),
 			eps: model.Endpoints{{Node: "n1", EndpointConditions: model.EndpointConditions{Serving: true, Terminating: true}}}, want: "[]"},
 	}
 	for _, tt := range tests {

@@ -115,7 +115,7 @@ func TestPlanPeers(t *testing.T) {
 				"- remoteip: 192.0.2.9\n  remoteasn: 65009\n  port: 2179\n"})),
 			want: "192.0.2.1/65100/pw=secret 192.0.2.9/65009/port=2179", asn: 64512},
 		{name: "malformed peers annotation ignored whole",
-			cfg: func(c *Config) { c.PeerRouters = []ExternalPeer{{Addr: netip.MustParseAddr("192.0.2.1"), ASN: 65000}} },
+			cfg:   func(c *Config) { c.PeerRouters = []ExternalPeer{{Addr: netip.MustParseAddr("192.0.2.1"), ASN: 65000}} },
 			nodes: nodes(node("n1", "10.0.0.1", map[string]string{a + "peers": "- remoteip: 192.0.2.5\n  remoteasn: 65000\n- remoteip: bad\n  remoteasn: 1\n"})),
 			want:  "192.0.2.1/65000", asn: 64512, problems: 1},
 		{name: "peers annotation: unknown field, bad password",

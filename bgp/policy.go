@@ -1,0 +1,100 @@
+package bgp
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	api "github.com/osrg/gobgp/v3/api"
+	"github.com/osrg/gobgp/v3/pkg/server"
+)
+
+// Names of the gobgp policy objects the speaker owns.
+const (
+	setExternalPeers   = "nfr-external-peers"
+	setClusterPrefixes = "nfr-cluster-prefixes"
+	policyImport       = "nfr-import"
+	policyExport       = "nfr-export"
+)
+
+// installPolicies sets up, once per server:
+//   - import: a path from an external router for a cluster prefix (any node's
+//     pod CIDR, any service VIP, or a more specific prefix of one) is
+//     rejected, so that it never competes with the nodes' own paths in best
+//     path selection (an eBGP path would win over the iBGP one);
+//   - export: external routers get only the paths this node originates, never
+//     what it learned from nodes or other routers.
+//
+// The defined sets start empty and are edited element by element as peers and
+// prefixes come and go.
+func installPolicies(ctx context.Context, s *server.BgpServer) error {
+	for _, ds := range []*api.DefinedSet{
+		{DefinedType: api.DefinedType_NEIGHBOR, Name: setExternalPeers},
+		{DefinedType: api.DefinedType_PREFIX, Name: setClusterPrefixes},
+	} {
+		if err := s.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: ds}); err != nil {
+			return fmt.Errorf("add defined set %s: %w", ds.Name, err)
+		}
+	}
+	fromExternal := &api.MatchSet{Type: api.MatchSet_ANY, Name: setExternalPeers}
+	reject := &api.Actions{RouteAction: api.RouteAction_REJECT}
+	policies := []struct {
+		dir    api.PolicyDirection
+		policy *api.Policy
+	}{
+		{api.PolicyDirection_IMPORT, &api.Policy{Name: policyImport, Statements: []*api.Statement{{
+			Name:       policyImport + "-cluster-prefixes",
+			Conditions: &api.Conditions{NeighborSet: fromExternal, PrefixSet: &api.MatchSet{Type: api.MatchSet_ANY, Name: setClusterPrefixes}},
+			Actions:    reject,
+		}}}},
+		{api.PolicyDirection_EXPORT, &api.Policy{Name: policyExport, Statements: []*api.Statement{
+			{Name: policyExport + "-internal", Conditions: &api.Conditions{NeighborSet: fromExternal, RouteType: api.Conditions_ROUTE_TYPE_INTERNAL}, Actions: reject},
+			{Name: policyExport + "-external", Conditions: &api.Conditions{NeighborSet: fromExternal, RouteType: api.Conditions_ROUTE_TYPE_EXTERNAL}, Actions: reject},
+		}}},
+	}
+	for _, p := range policies {
+		if err := s.AddPolicy(ctx, &api.AddPolicyRequest{Policy: p.policy, ReferExistingStatements: false}); err != nil {
+			return fmt.Errorf("add policy %s: %w", p.policy.Name, err)
+		}
+		err := s.AddPolicyAssignment(ctx, &api.AddPolicyAssignmentRequest{Assignment: &api.PolicyAssignment{
+			Name: "global", Direction: p.dir, Policies: []*api.Policy{{Name: p.policy.Name}}, DefaultAction: api.RouteAction_ACCEPT,
+		}})
+		if err != nil {
+			return fmt.Errorf("assign policy %s: %w", p.policy.Name, err)
+		}
+	}
+	return nil
+}
+
+// editDefinedSet adds and removes elements of one of our defined sets.
+func editDefinedSet(ctx context.Context, s *server.BgpServer, set *api.DefinedSet, add bool) error {
+	if len(set.List) == 0 && len(set.Prefixes) == 0 {
+		return nil
+	}
+	if add {
+		if err := s.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: set}); err != nil {
+			return fmt.Errorf("add to defined set %s: %w", set.Name, err)
+		}
+		return nil
+	}
+	if err := s.DeleteDefinedSet(ctx, &api.DeleteDefinedSetRequest{DefinedSet: set, All: false}); err != nil {
+		return fmt.Errorf("remove from defined set %s: %w", set.Name, err)
+	}
+	return nil
+}
+
+func clusterPrefixSet(prefixes []netip.Prefix) *api.DefinedSet {
+	ds := &api.DefinedSet{DefinedType: api.DefinedType_PREFIX, Name: setClusterPrefixes}
+	for _, p := range prefixes {
+		ds.Prefixes = append(ds.Prefixes, &api.Prefix{IpPrefix: p.String(), MaskLengthMin: uint32(p.Bits()), MaskLengthMax: uint32(p.Addr().BitLen())})
+	}
+	return ds
+}
+
+func externalPeerSet(addrs []netip.Addr) *api.DefinedSet {
+	ds := &api.DefinedSet{DefinedType: api.DefinedType_NEIGHBOR, Name: setExternalPeers}
+	for _, a := range addrs {
+		ds.List = append(ds.List, netip.PrefixFrom(a, a.BitLen()).String())
+	}
+	return ds
+}

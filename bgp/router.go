@@ -1,0 +1,209 @@
+package bgp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/nfrouter/nfrouter/model"
+)
+
+// Router is the BGP routing backend (watch.Backend). Sync plans peers and
+// advertisements from the model; a goroutine of its own applies best-path
+// events to the kernel and periodically reads the kernel back.
+type Router struct {
+	cfg     Config
+	log     *slog.Logger
+	kernel  *Kernel
+	metrics *metrics
+	started time.Time
+
+	cancel context.CancelFunc
+	done   chan struct{}
+	kick   chan struct{} // asks the loop for a read-back of the kernel
+	ready  chan struct{} // closed when the speaker exists
+
+	// mu protects the fields below; Sync and the loop both use them.
+	mu       sync.Mutex
+	speaker  *Speaker
+	plan     PeerPlan
+	adv      *Advertiser
+	cluster  *clusterPrefixes
+	env      RouteEnv
+	best     map[netip.Prefix]BestPath
+	routes   map[netip.Prefix]Route // what we installed
+	peerUp   map[netip.Addr]string  // session state per peer
+	eorFrom  map[netip.Addr]bool
+	reported map[Problem]bool
+	// restarting is set when we found our routes in the kernel at start: they
+	// are kept until every peer sent End-of-RIB or the deferral time passed.
+	restarting bool
+}
+
+// New makes the router in the caller's network namespace. The gobgp server
+// starts with the first Sync that knows this node.
+func New(cfg Config) (*Router, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("router config: %w", err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.RouteCheckPeriod <= 0 {
+		cfg.RouteCheckPeriod = DefaultRouteCheckPeriod
+	}
+	k, err := NewKernel()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Router{
+		cfg: cfg, log: cfg.Logger.With("backend", "router"), kernel: k, metrics: newMetrics(cfg.Registerer), started: time.Now(),
+		cancel: cancel, done: make(chan struct{}), kick: make(chan struct{}, 1), ready: make(chan struct{}),
+		adv: NewAdvertiser(cfg.NodeName, AdvertiseFlags{PodCIDR: cfg.AdvertisePodCIDR, ClusterIP: cfg.AdvertiseClusterIP,
+			ExternalIP: cfg.AdvertiseExternalIP, LoadBalancerIP: cfg.AdvertiseLoadBalancerIP}),
+		cluster: newClusterPrefixes(),
+		env:     RouteEnv{Overlay: cfg.EnableOverlay, OverlayType: cfg.OverlayType, Ignore: map[netip.Prefix]bool{}},
+		best:    map[netip.Prefix]BestPath{}, routes: map[netip.Prefix]Route{}, peerUp: map[netip.Addr]string{},
+		eorFrom: map[netip.Addr]bool{}, reported: map[Problem]bool{},
+	}
+	go r.run(ctx)
+	return r, nil
+}
+
+// Name implements watch.Backend.
+func (r *Router) Name() string { return "router" }
+
+// Kinds implements watch.Backend: nodes for peers and pod CIDRs, services and
+// endpoints for VIP advertisements.
+func (r *Router) Kinds() model.Kinds {
+	return model.KindNodes | model.KindServicePorts | model.KindEndpoints
+}
+
+// Sync implements watch.Backend.
+func (r *Router) Sync(ctx context.Context, state *model.State, changes *model.Changes) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	nodesChanged := changes.Full || len(changes.Nodes) > 0
+	if nodesChanged || r.speaker == nil {
+		plan, err := PlanPeers(&r.cfg, state.Nodes)
+		if err != nil {
+			return err
+		}
+		r.report(plan.Problems)
+		if r.speaker == nil {
+			if err := r.startSpeaker(plan); err != nil {
+				return err
+			}
+		} else if plan.LocalASN != r.plan.LocalASN || plan.RouterID != r.plan.RouterID || plan.NodeAddr != r.plan.NodeAddr {
+			r.log.Warn("This node's ASN, router ID or address changed; restart nfrouter to apply",
+				"asn", plan.LocalASN, "routerID", plan.RouterID, "address", plan.NodeAddr)
+			plan.LocalASN, plan.RouterID, plan.NodeAddr = r.plan.LocalASN, r.plan.RouterID, r.plan.NodeAddr
+		}
+		r.plan = plan
+		if _, err := r.speaker.SetPeers(ctx, plan); err != nil {
+			errs = append(errs, err)
+		}
+		r.env.NodeAddr, r.env.NodeAddrs = plan.NodeAddr, plan.NodeAddrs
+	}
+	delta, problems := r.adv.Update(state, changes)
+	r.report(problems)
+	if err := r.speaker.Advertise(ctx, delta); err != nil {
+		errs = append(errs, err)
+	}
+	added, removed := r.cluster.update(state, changes)
+	if err := r.speaker.SetClusterPrefixes(ctx, added, removed); err != nil {
+		errs = append(errs, err)
+	}
+	r.metrics.pathsAdvertised.Set(float64(len(r.adv.count)))
+
+	// What we must not route may have changed; re-plan the known best paths
+	// (in memory; the kernel sees only differences).
+	ignore := maps.Clone(r.cluster.vips)
+	oldIgnore := r.env.Ignore
+	r.env.Ignore = map[netip.Prefix]bool{}
+	for p := range ignore {
+		r.env.Ignore[p] = true
+	}
+	for p := range r.adv.count {
+		r.env.Ignore[p] = true
+	}
+	if nodesChanged || !maps.Equal(oldIgnore, r.env.Ignore) {
+		for p := range r.best {
+			r.applyPrefix(p)
+		}
+	}
+	if changes.Full {
+		select {
+		case r.kick <- struct{}{}:
+		default:
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Router) startSpeaker(plan PeerPlan) error {
+	subnets, err := r.kernel.Subnets()
+	if err != nil {
+		return err
+	}
+	r.env.Subnets = subnets
+	existing, err := r.kernel.Routes()
+	if err != nil {
+		return err
+	}
+	r.routes = existing
+	r.restarting = r.cfg.GracefulRestart && len(existing) > 0
+	sp, err := StartSpeaker(&r.cfg, plan, r.restarting, r.log)
+	if err != nil {
+		return err
+	}
+	r.speaker = sp
+	r.log.Info("BGP server started", "asn", plan.LocalASN, "routerID", plan.RouterID, "port", r.cfg.Port,
+		"gracefulRestart", r.cfg.GracefulRestart, "restarting", r.restarting, "keptRoutes", len(existing))
+	close(r.ready)
+	return nil
+}
+
+// report logs and records each problem once while it lasts.
+func (r *Router) report(problems []Problem) {
+	for _, p := range problems {
+		if r.reported[p] {
+			continue
+		}
+		r.reported[p] = true
+		r.metrics.invalidSettings.Inc()
+		r.log.Warn("Ignoring invalid setting", "node", p.Node, "reason", p.Reason, "message", p.Message)
+		if r.cfg.Events != nil {
+			r.cfg.Events.NodeEvent(p.Node, "Warning", p.Reason, p.Message)
+		}
+	}
+}
+
+// ClusterCIDRs returns every node's pod CIDRs, for the pod egress masquerade
+// rule (traffic from them to anything outside them is masqueraded).
+func (r *Router) ClusterCIDRs() []netip.Prefix {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cluster.podCIDRs()
+}
+
+// Close stops the loop and the speaker; installed routes stay for the next
+// start (graceful restart).
+func (r *Router) Close() error {
+	r.cancel()
+	<-r.done
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.speaker != nil {
+		r.speaker.Stop()
+	}
+	r.kernel.Close()
+	return nil
+}
