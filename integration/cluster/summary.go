@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"strings"
 )
@@ -53,10 +54,14 @@ func (s Summary) String() string {
 }
 
 // Summary scrapes r and counts its execs.
-func (r *NFRouter) Summary(ctxMetrics Metrics) (Summary, error) {
+func (r *NFRouter) Summary(ctx context.Context) (Summary, error) {
+	m, err := r.Metrics(ctx)
+	if err != nil {
+		return Summary{}, err
+	}
 	n, _, err := r.Execs()
 	if err != nil {
 		return Summary{}, err
 	}
-	return SummaryOf(r.Node.Name, ctxMetrics, n), nil
+	return SummaryOf(r.Node.Name, m, n), nil
 }
