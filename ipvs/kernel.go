@@ -3,6 +3,7 @@ package ipvs
 import (
 	"errors"
 	"net/netip"
+	"os"
 
 	"github.com/cloudflare/ipvs"
 	"github.com/cloudflare/ipvs/netmask"
@@ -81,4 +82,25 @@ func kernelDest(d Dest, w uint32) ipvs.Destination {
 		fam = ipvs.INET6
 	}
 	return ipvs.Destination{Address: d.Addr, Port: d.Port, Family: fam, FwdMethod: ipvs.Masquerade, Weight: w}
+}
+
+// dumpClient adapts cloudflare/ipvs's client: it reports an empty dump as
+// os.ErrNotExist, and the kernel answers a dump of the destinations of a
+// missing service with an empty dump too; both mean "none" here.
+type dumpClient struct{ ipvs.Client }
+
+func (c dumpClient) Services() ([]ipvs.ServiceExtended, error) {
+	s, err := c.Client.Services()
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return s, err
+}
+
+func (c dumpClient) Destinations(svc ipvs.Service) ([]ipvs.DestinationExtended, error) {
+	d, err := c.Client.Destinations(svc)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return d, err
 }

@@ -100,7 +100,7 @@ func New(cfg Config) (*Proxy, error) {
 		if cl, ok := c.(io.Closer); ok {
 			p.closers = append(p.closers, cl)
 		}
-		cfg.IPVS = c
+		cfg.IPVS = dumpClient{c}
 	}
 	if cfg.Addresses == nil {
 		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)

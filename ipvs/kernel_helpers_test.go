@@ -1,0 +1,124 @@
+package ipvs
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
+)
+
+// kernelProxy is a Proxy on real netlink in a network namespace of its own.
+type kernelProxy struct {
+	*Proxy
+	ns    netns.NsHandle
+	clock *clocktesting.FakeClock
+}
+
+// newKernelProxy makes a namespace and a proxy in it; a kernel without IPVS
+// skips on the host and fails in a VM guest.
+func newKernelProxy(t testing.TB, grace time.Duration) *kernelProxy {
+	t.Helper()
+	kerneltest.RequireRoot(t)
+	ns := kerneltest.NewNetNS(t)
+	kp := &kernelProxy{ns: ns, clock: clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))}
+	err := kerneltest.Do(ns, func() error {
+		if err := Available(); err != nil {
+			return err
+		}
+		var err error
+		kp.Proxy, err = New(Config{PlanConfig: PlanConfig{NodeName: thisNode}, GracePeriod: grace, Clock: kp.clock,
+			Logger: slog.New(slog.DiscardHandler)})
+		return err
+	})
+	if err != nil {
+		kerneltest.MissingFeature(t, "IPVS", err)
+	}
+	t.Cleanup(func() { kp.Close() })
+	return kp
+}
+
+// check compares what the kernel holds with what the planner wants.
+func (kp *kernelProxy) check(t testing.TB, draining map[VSKey][]Dest) {
+	t.Helper()
+	if got, want := dumpKernel(t, kp.applier.ipvs, kp.applier.addrs), dumpWant(kp.planner, draining); got != want {
+		t.Errorf("kernel holds\n%s\nwant\n%s", got, want)
+	}
+}
+
+// handleAt returns an rtnetlink handle working in ns.
+func handleAt(t testing.TB, ns netns.NsHandle) *netlink.Handle {
+	t.Helper()
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		t.Fatalf("netlink handle: %v", err)
+	}
+	t.Cleanup(h.Close)
+	return h
+}
+
+// linkUp adds addr to the link named name and sets it up.
+func linkUp(t testing.TB, h *netlink.Handle, name, addr string) netlink.Link {
+	t.Helper()
+	link, err := h.LinkByName(name)
+	if err != nil {
+		t.Fatalf("find %s: %v", name, err)
+	}
+	a, err := netlink.ParseAddr(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AddrAdd(link, a); err != nil {
+		t.Fatalf("add %s to %s: %v", addr, name, err)
+	}
+	if err := h.LinkSetUp(link); err != nil {
+		t.Fatalf("set %s up: %v", name, err)
+	}
+	return link
+}
+
+// backendNS makes a namespace for a backend pod at addr/24 on a veth to
+// nodeNS, where the node side gets gw/24; the backend routes everything
+// through the node.
+func backendNS(t testing.TB, nodeNS netns.NsHandle, nodeIf, gw, addr string) netns.NsHandle {
+	t.Helper()
+	ns := kerneltest.NewNetNS(t)
+	node, pod := handleAt(t, nodeNS), handleAt(t, ns)
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: nodeIf}, PeerName: "eth0", PeerNamespace: netlink.NsFd(ns)}
+	if err := node.LinkAdd(veth); err != nil {
+		t.Fatalf("add veth: %v", err)
+	}
+	linkUp(t, node, nodeIf, gw+"/24")
+	eth0 := linkUp(t, pod, "eth0", addr+"/24")
+	if err := pod.RouteAdd(&netlink.Route{LinkIndex: eth0.Attrs().Index, Gw: net.ParseIP(gw)}); err != nil {
+		t.Fatalf("default route of %s: %v", addr, err)
+	}
+	return ns
+}
+
+// writeSysctl writes a sysctl of ns.
+func writeSysctl(t testing.TB, ns netns.NsHandle, name, value string) {
+	t.Helper()
+	err := kerneltest.Do(ns, func() error {
+		return os.WriteFile(filepath.Join("/proc/sys", filepath.FromSlash(name)), []byte(value), 0o644)
+	})
+	if err != nil {
+		t.Fatalf("sysctl %s: %v", name, err)
+	}
+}
+
+func mustNoErr(t testing.TB, err error, what string, args ...any) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", fmt.Sprintf(what, args...), err)
+	}
+}
