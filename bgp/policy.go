@@ -17,6 +17,9 @@ const (
 	policyExport       = "nfr-export"
 )
 
+// sentinel keeps our defined sets from ever being empty.
+var sentinel = netip.IPv4Unspecified()
+
 // installPolicies sets up, once per server:
 //   - import: a path from an external router for a cluster prefix (any node's
 //     pod CIDR, any service VIP, or a more specific prefix of one) is
@@ -25,12 +28,13 @@ const (
 //   - export: external routers get only the paths this node originates, never
 //     what it learned from nodes or other routers.
 //
-// The defined sets start empty and are edited element by element as peers and
-// prefixes come and go.
+// The defined sets are edited element by element as peers and prefixes come
+// and go. Each holds a sentinel that matches nothing real (0.0.0.0/32),
+// because gobgp treats an empty neighbor set as matching every neighbor.
 func installPolicies(ctx context.Context, s *server.BgpServer) error {
 	for _, ds := range []*api.DefinedSet{
-		{DefinedType: api.DefinedType_NEIGHBOR, Name: setExternalPeers},
-		{DefinedType: api.DefinedType_PREFIX, Name: setClusterPrefixes},
+		externalPeerSet([]netip.Addr{sentinel}),
+		clusterPrefixSet([]netip.Prefix{netip.PrefixFrom(sentinel, 32)}),
 	} {
 		if err := s.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: ds}); err != nil {
 			return fmt.Errorf("add defined set %s: %w", ds.Name, err)

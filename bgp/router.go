@@ -194,14 +194,17 @@ func (r *Router) ClusterCIDRs() []netip.Prefix {
 	return r.cluster.podCIDRs()
 }
 
-// Close stops the loop and the speaker; installed routes stay for the next
-// start (graceful restart).
+// Close stops the loop; installed routes stay for the next start. With
+// graceful restart the sessions are left to end with the process, so that
+// peers see a restart and keep our paths: gobgp's StopBgp sends a Cease with
+// Hard Reset (RFC 8538), after which peers must drop them. Without graceful
+// restart the server is stopped and peers withdraw our paths at once.
 func (r *Router) Close() error {
 	r.cancel()
 	<-r.done
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.speaker != nil {
+	if r.speaker != nil && !r.cfg.GracefulRestart {
 		r.speaker.Stop()
 	}
 	r.kernel.Close()

@@ -1,0 +1,147 @@
+package bgp
+
+import (
+	"net"
+	"net/netip"
+	"os"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/nfrouter/nfrouter/integration/netnstest"
+	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
+)
+
+// testNode is a node namespace on a test LAN with one pod.
+type testNode struct {
+	name string
+	addr netip.Addr
+	cidr netip.Prefix
+	ns   *netnstest.Node
+	h    *netlink.Handle
+	pod  *netnstest.Pod
+}
+
+// newSwitch makes a namespace with a bridge that nodes plug into.
+func newSwitch(t *testing.T) *netlink.Handle {
+	t.Helper()
+	ns := kerneltest.NewNetNS(t)
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
+	if err := h.LinkAdd(br); err != nil {
+		t.Fatalf("add bridge: %v", err)
+	}
+	if err := h.LinkSetUp(br); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// plug connects namespace ns to the switch as eth0 with address addr.
+func plug(t *testing.T, sw *netlink.Handle, port string, ns netns.NsHandle, addr netip.Prefix) {
+	t.Helper()
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: port}, PeerName: "eth0", PeerNamespace: netlink.NsFd(int(ns))}
+	if err := sw.LinkAdd(veth); err != nil {
+		t.Fatalf("add veth %s: %v", port, err)
+	}
+	br, err := sw.LinkByName("br0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := sw.LinkByName(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.LinkSetMaster(l, br); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.LinkSetUp(l); err != nil {
+		t.Fatal(err)
+	}
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	eth, err := h.LinkByName("eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &netlink.Addr{IPNet: &net.IPNet{IP: addr.Addr().AsSlice(), Mask: net.CIDRMask(addr.Bits(), addr.Addr().BitLen())}}
+	if err := h.AddrAdd(eth, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.LinkSetUp(eth); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newTestNode makes node i (1-based) at addr with pod CIDR 10.244.i.0/24 and
+// a pod at 10.244.i.10.
+func newTestNode(t *testing.T, name string, addr netip.Prefix, cidr netip.Prefix) *testNode {
+	t.Helper()
+	n := &testNode{name: name, addr: addr.Addr(), cidr: cidr, ns: netnstest.NewNode(t)}
+	h, err := netlink.NewHandleAt(n.ns.NS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	n.h = h
+	b := cidr.Addr().As4()
+	b[3] = 10
+	n.pod = n.ns.AddPod("pod-"+name, netip.AddrFrom4(b))
+	// Pods answer on 8080 with their name.
+	n.pod.Serve(t, "tcp", 8080)
+	return n
+}
+
+// ourRoutes lists the routes with RouteProtocol in the node's main table.
+func (n *testNode) ourRoutes(t testing.TB) map[netip.Prefix]netlink.Route {
+	t.Helper()
+	rs, err := n.h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Protocol: RouteProtocol, Table: unix.RT_TABLE_MAIN},
+		netlink.RT_FILTER_PROTOCOL|netlink.RT_FILTER_TABLE)
+	if err != nil {
+		t.Fatalf("list routes of %s: %v", n.name, err)
+	}
+	out := map[netip.Prefix]netlink.Route{}
+	for _, r := range rs {
+		if p, ok := prefixFromIPNet(r.Dst); ok {
+			out[p] = r
+		}
+	}
+	return out
+}
+
+// hasRoute reports whether the node has our route to dst via gw.
+func (n *testNode) hasRoute(t testing.TB, dst netip.Prefix, gw netip.Addr) bool {
+	r, ok := n.ourRoutes(t)[dst]
+	if !ok {
+		return false
+	}
+	got, _ := netip.AddrFromSlice(r.Gw)
+	return !gw.IsValid() || got.Unmap() == gw
+}
+
+// sessionEstablished reports whether the node has an established TCP
+// connection to peer's BGP port, read from the node's /proc/net/tcp.
+func (n *testNode) sessionEstablished(t testing.TB, peer netip.Addr) bool {
+	var found bool
+	err := kerneltest.Do(n.ns.NS, func() error {
+		b, err := os.ReadFile("/proc/thread-self/net/tcp")
+		if err != nil {
+			return err
+		}
+		found = tcpEstablished(string(b), n.addr, peer, DefaultPort)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
