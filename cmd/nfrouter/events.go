@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -33,5 +34,18 @@ func newEventRecorder(ctx context.Context, client kubernetes.Interface, nodeName
 // PolicyEvent implements nft.EventRecorder.
 func (r *eventRecorder) PolicyEvent(p model.PolicyKey, eventType, reason, message string) {
 	ref := &corev1.ObjectReference{Kind: "NetworkPolicy", APIVersion: "networking.k8s.io/v1", Namespace: p.Namespace, Name: p.Name}
+	r.recorder.Event(ref, eventType, reason, message)
+}
+
+// ServiceEvent implements ipvs.EventRecorder.
+func (r *eventRecorder) ServiceEvent(s model.ServiceKey, eventType, reason, message string) {
+	ref := &corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: s.Namespace, Name: s.Name}
+	r.recorder.Event(ref, eventType, reason, message)
+}
+
+// NodeEvent implements bgp.EventRecorder.
+func (r *eventRecorder) NodeEvent(node, eventType, reason, message string) {
+	// Node events are recorded against the node's name as UID, as the kubelet does.
+	ref := &corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: node, UID: types.UID(node)}
 	r.recorder.Event(ref, eventType, reason, message)
 }
