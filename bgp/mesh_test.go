@@ -15,6 +15,7 @@ import (
 // mesh is three nodes on one LAN, each with a pod and a router process.
 type mesh struct {
 	t        *testing.T // the test the router processes live as long as
+	sw       *netlink.Handle
 	nodes    []*testNode
 	children map[string]*child
 	state    childState
@@ -23,7 +24,7 @@ type mesh struct {
 func newMesh(t *testing.T, n int) *mesh {
 	kerneltest.RequireRoot(t)
 	sw := newSwitch(t)
-	m := &mesh{t: t, children: map[string]*child{}}
+	m := &mesh{t: t, sw: sw, children: map[string]*child{}}
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("node%d", i)
 		addr := netip.MustParsePrefix(fmt.Sprintf("10.0.0.%d/24", i))
@@ -180,3 +181,6 @@ func TestMeshRoutesPodsAndSurvivesRestartAndDeparture(t *testing.T) {
 		_ = fmtPrefixes
 	})
 }
+
+// newSwitchFor returns the mesh's switch, to plug more namespaces in.
+func newSwitchFor(t *testing.T, m *mesh) *netlink.Handle { return m.sw }
