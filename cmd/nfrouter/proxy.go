@@ -1,25 +1,132 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
+	"github.com/nfrouter/nfrouter/ipvs"
 	"github.com/nfrouter/nfrouter/watch"
 )
 
-// proxyOptions are the service proxy's flags (--run-service-proxy enables it).
-type proxyOptions struct{}
+// Service proxy modes (--service-proxy).
+const (
+	proxyModeIPVS     = "ipvs"
+	proxyModeNFTables = "nftables"
+	proxyModeAuto     = "auto"
+)
 
-func (p *proxyOptions) addFlags(fs *pflag.FlagSet) {}
+// drainInterval is how often draining IPVS destinations are checked.
+const drainInterval = time.Second
+
+// proxyOptions are the service proxy's flags (--run-service-proxy enables it).
+type proxyOptions struct {
+	mode                string
+	nodePortBindOnAllIP bool
+	gracePeriod         time.Duration
+	nodePortRange       string
+}
+
+func (p *proxyOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&p.mode, "service-proxy", proxyModeAuto, "Service proxy mode: ipvs, nftables, or auto (IPVS where the kernel offers it).")
+	fs.BoolVar(&p.nodePortBindOnAllIP, "nodeport-bindon-all-ip", false, "Serve NodePorts on every address of the Node object, not only on its node IP of each family.")
+	fs.DurationVar(&p.gracePeriod, "ipvs-graceful-period", 30*time.Second, "How long a removed IPVS destination keeps its connections (at weight 0) before it is deleted; 0 deletes it at once.")
+	fs.StringVar(&p.nodePortRange, "service-node-port-range", "30000-32767", "The cluster's NodePort range; IPVS services on node addresses in it are nfrouter's.")
+}
 
 // validate returns one message per invalid flag.
-func (p *proxyOptions) validate() []string { return nil }
+func (p *proxyOptions) validate() []string {
+	var errs []string
+	switch p.mode {
+	case proxyModeIPVS, proxyModeNFTables, proxyModeAuto:
+	default:
+		errs = append(errs, fmt.Sprintf("--service-proxy must be ipvs, nftables or auto, not %q", p.mode))
+	}
+	if p.gracePeriod < 0 {
+		errs = append(errs, fmt.Sprintf("--ipvs-graceful-period must not be negative, not %s", p.gracePeriod))
+	}
+	if _, _, err := parsePortRange(p.nodePortRange); err != nil {
+		errs = append(errs, fmt.Sprintf("--service-node-port-range: %v", err))
+	}
+	return errs
+}
 
-// newServiceProxy builds the service proxy backend; close releases its kernel
-// sockets.
-func newServiceProxy(o *options, nodeName string, log *slog.Logger, reg prometheus.Registerer, events *eventRecorder) (b watch.Backend, close func() error, err error) {
-	log.Warn("The service proxy is not implemented in this build yet; ignoring", "flag", "--run-service-proxy")
-	return nil, nil, nil
+// parsePortRange parses "30000-32767" (or kube-router's "30000:32767").
+func parsePortRange(s string) (lo, hi uint16, err error) {
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		a, b, ok = strings.Cut(s, ":")
+	}
+	if !ok {
+		return 0, 0, fmt.Errorf("want FIRST-LAST, not %q", s)
+	}
+	l, err1 := strconv.ParseUint(strings.TrimSpace(a), 10, 16)
+	h, err2 := strconv.ParseUint(strings.TrimSpace(b), 10, 16)
+	if err1 != nil || err2 != nil || l == 0 || l > h {
+		return 0, 0, fmt.Errorf("want FIRST-LAST with 0 < FIRST <= LAST <= 65535, not %q", s)
+	}
+	return uint16(l), uint16(h), nil
+}
+
+// proxyMode resolves --service-proxy against what the kernel offers; probe
+// reports whether IPVS is available.
+func proxyMode(requested string, probe func() error) (string, error) {
+	switch requested {
+	case proxyModeIPVS:
+		return proxyModeIPVS, nil
+	case proxyModeNFTables:
+		return "", errors.New("--service-proxy=nftables: the nftables service proxy is not in this build yet; use --service-proxy=ipvs")
+	}
+	if err := probe(); err != nil {
+		return "", fmt.Errorf("--service-proxy=auto: this kernel offers no IPVS (%w) and the nftables service proxy is not in this build yet; load the ip_vs module or run with --run-service-proxy=false", err)
+	}
+	return proxyModeIPVS, nil
+}
+
+// newServiceProxy builds the service proxy backend in the current network
+// namespace; close stops its drainer and releases its kernel sockets.
+func newServiceProxy(o *options, nodeName string, log *slog.Logger, reg prometheus.Registerer, events *eventRecorder) (watch.Backend, func() error, error) {
+	mode, err := proxyMode(o.proxy.mode, ipvs.Available)
+	if err != nil {
+		return nil, nil, err
+	}
+	log.Info("Service proxy mode chosen", "requested", o.proxy.mode, "mode", mode)
+	npMin, npMax, err := parsePortRange(o.proxy.nodePortRange)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--service-node-port-range: %w", err)
+	}
+	var rec ipvs.EventRecorder
+	if events != nil {
+		rec = events
+	}
+	p, err := ipvs.New(ipvs.Config{
+		PlanConfig:  ipvs.PlanConfig{NodeName: nodeName, NodePortBindOnAllIPs: o.proxy.nodePortBindOnAllIP},
+		GracePeriod: o.proxy.gracePeriod,
+		NodePortMin: npMin,
+		NodePortMax: npMax,
+		Logger:      log,
+		Registerer:  reg,
+		Events:      rec,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.RunDrainer(ctx, drainInterval)
+	}()
+	return p, func() error {
+		cancel()
+		<-done
+		return p.Close()
+	}, nil
 }

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"errors"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cloudflare/ipvs"
+
+	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
+)
+
+func TestProxyFlagsAreValidated(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--service-proxy", "iptables"}, `--service-proxy must be ipvs, nftables or auto, not "iptables"`},
+		{[]string{"--ipvs-graceful-period", "-1s"}, "--ipvs-graceful-period must not be negative"},
+		{[]string{"--service-node-port-range", "32767-30000"}, "--service-node-port-range: want FIRST-LAST"},
+	} {
+		code, _, stderr := runCommand(t, tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tc.args, code, stderr, exitUsage, tc.want)
+		}
+	}
+	for _, s := range []string{"30000-32767", "30000:32767"} {
+		if lo, hi, err := parsePortRange(s); err != nil || lo != 30000 || hi != 32767 {
+			t.Errorf("parsePortRange(%q) = %d, %d, %v", s, lo, hi, err)
+		}
+	}
+}
+
+func TestProxyModeChoice(t *testing.T) {
+	noIPVS := func() error { return errors.New("no IPVS genetlink family") }
+	haveIPVS := func() error { return nil }
+	for _, tc := range []struct {
+		requested string
+		probe     func() error
+		want, err string
+	}{
+		{"ipvs", noIPVS, "ipvs", ""},
+		{"auto", haveIPVS, "ipvs", ""},
+		{"auto", noIPVS, "", "this kernel offers no IPVS (no IPVS genetlink family) and the nftables service proxy is not in this build yet"},
+		{"nftables", haveIPVS, "", "not in this build yet"},
+	} {
+		got, err := proxyMode(tc.requested, tc.probe)
+		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("proxyMode(%q) = %q, %v; want %q, %q", tc.requested, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+// TestOnceProgramsServices is the command form of issue 6: --manifests …
+// --service-proxy=ipvs --once programs the services of the manifests into
+// the current network namespace and exits 0. It needs IPVS: on the host it
+// skips; run it in the VM tier with
+//
+//	go run ./integration/vm/cmd/vmtest -kernels 6.12 ./cmd/nfrouter -- -test.run TestOnceProgramsServices -test.v
+func TestOnceProgramsServices(t *testing.T) {
+	kerneltest.RequireRoot(t)
+	ns := kerneltest.NewNetNS(t)
+	var c ipvs.Client
+	if err := kerneltest.Do(ns, func() (err error) { c, err = ipvs.New(); return err }); err != nil {
+		kerneltest.MissingFeature(t, "IPVS", err)
+	}
+	var code int
+	var stderr string
+	err := kerneltest.Do(ns, func() error {
+		code, _, stderr = runCommand(t, "--manifests", filepath.Join("..", "..", "ipvs", "testdata", "manifests"),
+			"--hostname-override", "node-1", "--run-firewall=false", "--run-service-proxy=true", "--service-proxy=ipvs",
+			"--run-router=false", "--once", "--log-format", "json")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	svcs, err := c.Services()
+	if err != nil {
+		t.Fatalf("list IPVS services: %v", err)
+	}
+	got := map[netip.AddrPort]string{}
+	for _, s := range svcs {
+		got[netip.AddrPortFrom(s.Address, s.Port)] = s.Scheduler
+	}
+	want := map[netip.AddrPort]string{
+		netip.MustParseAddrPort("10.96.0.10:80"):      "lc",
+		netip.MustParseAddrPort("192.168.1.10:30080"): "lc",
+		netip.MustParseAddrPort("10.96.0.53:53"):      "rr",
+		netip.MustParseAddrPort("10.96.0.77:8443"):    "rr",
+	}
+	if len(got) != len(want) {
+		t.Errorf("IPVS services after --once: %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("IPVS service %s has scheduler %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	if !strings.Contains(stderr, `"mode":"ipvs"`) {
+		t.Errorf("the log does not name the chosen proxy mode:\n%s", stderr)
+	}
+}
