@@ -78,8 +78,9 @@ func (a *applier) close() error { return a.tr.close() }
 // apply leaves the kernel as it was (one batch) and the cache unreliable: the
 // caller must make the next apply full.
 func (a *applier) apply(desired *ruleset.Table, full bool) (Stats, error) {
-	chainNames, setNames := desired.TakeDirty()
+	chainNames, setNames, changed := desired.TakeDirty()
 	if full {
+		changed = nil // diff every element
 		prog, reset, err := a.readBack(desired)
 		if err != nil {
 			return Stats{}, err
@@ -135,17 +136,32 @@ func (a *applier) apply(desired *ruleset.Table, full bool) (Stats, error) {
 			continue
 		}
 		var delta elemDelta
-		for e, n := range d.Elements {
-			if n > 0 && (p == nil || !has(p.elems, e)) {
-				delta.add = append(delta.add, e)
-			}
-		}
-		if p != nil {
-			for e := range p.elems {
-				if d.Elements[e] <= 0 {
+		if els, ok := changed[name]; ok && els != nil && p != nil {
+			// Only the journalled elements can differ from what we programmed.
+			for e := range els {
+				switch want := d.Elements[e] > 0; {
+				case want && !has(p.elems, e):
+					delta.add = append(delta.add, e)
+				case !want && has(p.elems, e):
 					delta.del = append(delta.del, e)
 					if e.Jump != "" {
 						jumpsRemoved[e.Jump] = true
+					}
+				}
+			}
+		} else {
+			for e, n := range d.Elements {
+				if n > 0 && (p == nil || !has(p.elems, e)) {
+					delta.add = append(delta.add, e)
+				}
+			}
+			if p != nil {
+				for e := range p.elems {
+					if d.Elements[e] <= 0 {
+						delta.del = append(delta.del, e)
+						if e.Jump != "" {
+							jumpsRemoved[e.Jump] = true
+						}
 					}
 				}
 			}
@@ -206,6 +222,7 @@ func (a *applier) apply(desired *ruleset.Table, full bool) (Stats, error) {
 			b.delSet(&a.prog.sets[name].def)
 		}
 	}
+	b.finish()
 	if b.err != nil {
 		return b.stats, b.err
 	}
@@ -275,6 +292,7 @@ func (a *applier) reset(desired *ruleset.Table) (Stats, error) {
 			b.addRule(name, r)
 		}
 	}
+	b.finish()
 	if b.err != nil {
 		return b.stats, b.err
 	}

@@ -49,8 +49,18 @@ func fam(v6 bool) string {
 	return "4"
 }
 
-// isolatedMap names the verdict map of pods isolated in direction d.
-func isolatedMap(d direction, v6 bool) string { return "isolated-" + d.String() + "-v" + fam(v6) }
+// isolatedSet names the set of local pods isolated in direction d.
+func isolatedSet(d direction, v6 bool) string { return "isolated-" + d.String() + "-v" + fam(v6) }
+
+// nsIsolatedSet names the set of local pods of namespace ns isolated in
+// direction d.
+func nsIsolatedSet(d direction, ns string, v6 bool) string {
+	return "iso-" + d.String() + fam(v6) + "/" + ns
+}
+
+// dispatchChain names the chain that sends isolated pods to their
+// namespace's chain.
+func dispatchChain(d direction) string { return "dispatch-" + d.String() }
 
 func localCIDRs(v6 bool) string { return "local-cidrs-v" + fam(v6) }
 func localPods(v6 bool) string  { return "local-pods-v" + fam(v6) }

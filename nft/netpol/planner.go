@@ -75,8 +75,8 @@ func (p *Planner) installBase() {
 	t := p.t
 	for _, v6 := range []bool{false, true} {
 		for _, d := range []direction{ingress, egress} {
-			t.PutSet(ruleset.Set{Name: isolatedMap(d, v6), Type: addrType(v6), Verdict: true,
-				Comment: "local pods isolated for " + d.long() + ": jump to their namespace's policies"})
+			t.PutSet(ruleset.Set{Name: isolatedSet(d, v6), Type: addrType(v6),
+				Comment: "local pods isolated for " + d.long()})
 		}
 		if p.cfg.DefaultDeny {
 			t.PutSet(ruleset.Set{Name: localCIDRs(v6), Type: addrType(v6), Interval: true, Comment: "pod CIDRs of this node"})
@@ -95,7 +95,8 @@ func (p *Planner) installBase() {
 		c.Rules = append(c.Rules, ruleset.Rule{Matches: []ruleset.Match{ruleset.CtEstablished{}}, Verdict: ruleset.Accept{}})
 		src := d == egress
 		for _, v6 := range []bool{false, true} {
-			c.Rules = append(c.Rules, ruleset.Rule{Verdict: ruleset.AddrVmap{V6: v6, Src: src, Map: isolatedMap(d, v6)}})
+			c.Rules = append(c.Rules, ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrIn{V6: v6, Src: src, Set: isolatedSet(d, v6)}},
+				Verdict: ruleset.Jump{Chain: dispatchChain(d)}})
 		}
 		if p.cfg.DefaultDeny {
 			for _, v6 := range []bool{false, true} {
@@ -107,6 +108,7 @@ func (p *Planner) installBase() {
 		}
 		t.PutChain(c)
 	}
+	p.planDispatch()
 }
 
 // Result says what an Update changed that callers report on.
@@ -162,6 +164,9 @@ func (p *Planner) Update(st *model.State, ch *model.Changes) Result {
 	}
 	for _, ns := range slices.Sorted(maps.Keys(nsTouched)) {
 		p.planNamespaceChains(ns)
+	}
+	if len(polKeys) > 0 {
+		p.planDispatch()
 	}
 	for k := range pending {
 		if pod := p.pods[k]; pod != nil {
@@ -322,6 +327,12 @@ func (p *Planner) replacePolicy(k model.PolicyKey, pol *model.Policy, pending ma
 		for _, c := range pp.chains {
 			p.t.PutChain(c)
 		}
+		for _, d := range pp.isolates() {
+			for _, v6 := range []bool{false, true} {
+				p.t.PutSet(ruleset.Set{Name: nsIsolatedSet(d, k.Namespace, v6), Type: addrType(v6),
+					Comment: fmt.Sprintf("local pods of namespace %s isolated for %s", k.Namespace, d.long())})
+			}
+		}
 		p.plans[k] = pp
 		if p.plansByNS[k.Namespace] == nil {
 			p.plansByNS[k.Namespace] = map[model.PolicyKey]*policyPlan{}
@@ -454,7 +465,39 @@ func (p *Planner) planNamespaceChains(ns string) {
 		}
 		if !isolated {
 			p.t.DeleteChain(c.Name)
+			for _, v6 := range []bool{false, true} {
+				p.t.DeleteSet(nsIsolatedSet(d, ns, v6))
+			}
 			continue
+		}
+		c.Rules = append(c.Rules, ruleset.Rule{Verdict: ruleset.Jump{Chain: ChainDeny}})
+		p.t.PutChain(c)
+	}
+}
+
+// planDispatch rewrites the chains that send an isolated pod's traffic to
+// its namespace's chain: one rule per namespace and family. A verdict map
+// from pod address to namespace chain would be one lookup instead of a scan,
+// but the kernel revalidates every jump of the whole table (each map element
+// and all it reaches) whenever a jump element is added, which at thousands
+// of pods costs milliseconds per pod; set elements cost no validation. The
+// scan is paid once per new connection (established traffic is accepted
+// first) and only for isolated pods, over the namespaces that have policies.
+func (p *Planner) planDispatch() {
+	for _, d := range []direction{ingress, egress} {
+		c := &ruleset.Chain{Name: dispatchChain(d),
+			Comment: "isolated local pods for " + d.long() + ": to their namespace's policies"}
+		for _, ns := range slices.Sorted(maps.Keys(p.plansByNS)) {
+			if !slices.ContainsFunc(slices.Collect(maps.Values(p.plansByNS[ns])), func(pp *policyPlan) bool {
+				return slices.Contains(pp.isolates(), d)
+			}) {
+				continue
+			}
+			for _, v6 := range []bool{false, true} {
+				c.Rules = append(c.Rules, ruleset.Rule{
+					Matches: []ruleset.Match{ruleset.AddrIn{V6: v6, Src: d == egress, Set: nsIsolatedSet(d, ns, v6)}},
+					Verdict: ruleset.Jump{Chain: nsChain(d, ns)}})
+			}
 		}
 		c.Rules = append(c.Rules, ruleset.Rule{Verdict: ruleset.Jump{Chain: ChainDeny}})
 		p.t.PutChain(c)

@@ -170,9 +170,10 @@ func addrType(v6 bool) ruleset.KeyType {
 	return ruleset.Addr4
 }
 
-// isolation returns the isolation-map elements of pod for this policy: the
-// pod's addresses jump to its namespace's dispatch chains in each direction
-// the policy isolates, if the pod is on this node and the policy selects it.
+// isolation returns the isolation-set elements of pod for this policy: the
+// pod's addresses, in each direction the policy isolates, in the set of all
+// isolated pods and in that of its namespace, if the pod is on this node and
+// the policy selects it.
 func (pp *policyPlan) isolation(pod *model.Pod, node string) []setElem {
 	pol := pp.pol
 	if pod.Node != node || !pol.Selects(pod) {
@@ -181,12 +182,22 @@ func (pp *policyPlan) isolation(pod *model.Pod, node string) []setElem {
 	var out []setElem
 	for _, ip := range pod.IPs {
 		v6 := ip.Is6()
-		if pol.Ingress {
-			out = append(out, setElem{isolatedMap(ingress, v6), ruleset.Element{Addr: ip, Jump: nsChain(ingress, pod.Namespace)}})
+		for _, d := range pp.isolates() {
+			out = append(out, setElem{isolatedSet(d, v6), ruleset.Element{Addr: ip}},
+				setElem{nsIsolatedSet(d, pod.Namespace, v6), ruleset.Element{Addr: ip}})
 		}
-		if pol.Egress {
-			out = append(out, setElem{isolatedMap(egress, v6), ruleset.Element{Addr: ip, Jump: nsChain(egress, pod.Namespace)}})
-		}
+	}
+	return out
+}
+
+// isolates lists the directions the policy isolates.
+func (pp *policyPlan) isolates() []direction {
+	var out []direction
+	if pp.pol.Ingress {
+		out = append(out, ingress)
+	}
+	if pp.pol.Egress {
+		out = append(out, egress)
 	}
 	return out
 }

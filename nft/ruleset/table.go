@@ -13,14 +13,17 @@ type Table struct {
 	Chains map[string]*Chain
 	Sets   map[string]*Set
 
-	// dirtyChains and dirtySets journal the names changed since TakeDirty.
+	// dirtyChains and dirtySets journal the names changed since TakeDirty;
+	// dirtyElems the elements of each dirty set that came or went, or nil
+	// when the set itself was (re)defined and all of it counts as changed.
 	dirtyChains, dirtySets map[string]struct{}
+	dirtyElems             map[string]map[Element]struct{}
 }
 
 // NewTable returns an empty table.
 func NewTable(family, name string) *Table {
 	return &Table{Family: family, Name: name, Chains: map[string]*Chain{}, Sets: map[string]*Set{},
-		dirtyChains: map[string]struct{}{}, dirtySets: map[string]struct{}{}}
+		dirtyChains: map[string]struct{}{}, dirtySets: map[string]struct{}{}, dirtyElems: map[string]map[Element]struct{}{}}
 }
 
 // PutChain sets a chain, noting a change only if it differs.
@@ -49,6 +52,7 @@ func (t *Table) PutSet(s Set) {
 	s.Elements = map[Element]int{}
 	t.Sets[s.Name] = &s
 	t.dirtySets[s.Name] = struct{}{}
+	t.dirtyElems[s.Name] = nil
 }
 
 // DeleteSet removes a set.
@@ -56,6 +60,7 @@ func (t *Table) DeleteSet(name string) {
 	if _, ok := t.Sets[name]; ok {
 		delete(t.Sets, name)
 		t.dirtySets[name] = struct{}{}
+		t.dirtyElems[name] = nil
 	}
 }
 
@@ -63,7 +68,7 @@ func (t *Table) DeleteSet(name string) {
 func (t *Table) AddElement(set string, e Element) {
 	s := t.Sets[set]
 	if s.Elements[e]++; s.Elements[e] == 1 {
-		t.dirtySets[set] = struct{}{}
+		t.elementChanged(set, e)
 	}
 }
 
@@ -76,16 +81,34 @@ func (t *Table) RemoveElement(set string, e Element) {
 	}
 	if s.Elements[e]--; s.Elements[e] == 0 {
 		delete(s.Elements, e)
-		t.dirtySets[set] = struct{}{}
+		t.elementChanged(set, e)
 	}
 }
 
+// elementChanged journals that e came into or left set.
+func (t *Table) elementChanged(set string, e Element) {
+	m, ok := t.dirtyElems[set]
+	if ok && m == nil {
+		return // the whole set is dirty already
+	}
+	if m == nil {
+		m = map[Element]struct{}{}
+		t.dirtyElems[set] = m
+	}
+	m[e] = struct{}{}
+	t.dirtySets[set] = struct{}{}
+}
+
 // TakeDirty returns the names of chains and sets changed since the last call,
-// sorted, and clears the journal.
-func (t *Table) TakeDirty() (chains, sets []string) {
+// sorted, and the elements that came into or left each changed set (nil for
+// a set that was defined, redefined or deleted: diff all of it), and clears
+// the journal.
+func (t *Table) TakeDirty() (chains, sets []string, elems map[string]map[Element]struct{}) {
 	chains = slices.Sorted(maps.Keys(t.dirtyChains))
 	sets = slices.Sorted(maps.Keys(t.dirtySets))
+	elems = t.dirtyElems
 	clear(t.dirtyChains)
 	clear(t.dirtySets)
-	return chains, sets
+	t.dirtyElems = map[string]map[Element]struct{}{}
+	return chains, sets, elems
 }
