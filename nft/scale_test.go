@@ -163,7 +163,6 @@ func BenchmarkPodAddDelete(b *testing.B) {
 			syncs++
 			took += d
 			slowest = max(slowest, d)
-			if d > 3*time.Millisecond { b.Logf("DEBUG sync %d took %v: %+v", syncs, d, s) }
 		})
 		i++
 	}
