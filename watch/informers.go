@@ -19,6 +19,7 @@ func StartInformers(ctx context.Context, client kubernetes.Interface, f *Feeder,
 	// informer resync would only replay unchanged objects.
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(Slim))
 	handler := f.EventHandler()
+	var delivered []cache.InformerSynced
 	for kind, inf := range map[string]cache.SharedIndexInformer{
 		KindPod:           factory.Core().V1().Pods().Informer(),
 		KindNamespace:     factory.Core().V1().Namespaces().Informer(),
@@ -27,9 +28,11 @@ func StartInformers(ctx context.Context, client kubernetes.Interface, f *Feeder,
 		KindEndpointSlice: factory.Discovery().V1().EndpointSlices().Informer(),
 		KindNode:          factory.Core().V1().Nodes().Informer(),
 	} {
-		if _, err := inf.AddEventHandler(handler); err != nil {
+		reg, err := inf.AddEventHandler(handler)
+		if err != nil {
 			return fmt.Errorf("watch %s: add handler: %w", kind, err)
 		}
+		delivered = append(delivered, reg.HasSynced)
 	}
 	start := time.Now()
 	factory.Start(ctx.Done())
@@ -39,6 +42,13 @@ func StartInformers(ctx context.Context, client kubernetes.Interface, f *Feeder,
 		if !ok {
 			return fmt.Errorf("watch %v: caches not synced within %s", typ, timeout)
 		}
+	}
+	// A synced cache is not yet a fed model: handlers receive the initial
+	// list asynchronously. Without this wait the first sync after a restart
+	// saw a partial model and removed set elements it re-added a moment later
+	// (found by integration/cluster's TestRestart).
+	if !cache.WaitForCacheSync(syncCtx.Done(), delivered...) {
+		return fmt.Errorf("watch: initial objects not delivered within %s", timeout)
 	}
 	log.Info("Informer caches synced", "duration", time.Since(start).Round(time.Millisecond))
 	return nil
