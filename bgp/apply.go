@@ -94,6 +94,24 @@ func (r *Router) handle(ev speakerEvent) {
 	r.metrics.pathsReceived.Set(float64(len(r.best)))
 }
 
+// dropPathsOfGonePeers forgets the best paths of peers that SetPeers just
+// deleted and removes their routes now. gobgp withdraws those paths too, but
+// a moment later: re-planning them in between, with their node already gone
+// from RouteEnv.NodeAddrs, would turn a departed node's tunnel route into a
+// direct one (a second route operation, which the kernel refuses when the
+// node is on another subnet). The later withdrawal then finds nothing to do.
+// r.mu is held.
+func (r *Router) dropPathsOfGonePeers() {
+	for p, bp := range r.best {
+		if _, ok := r.speaker.peers[bp.Peer]; ok || !bp.Peer.IsValid() {
+			continue
+		}
+		delete(r.best, p)
+		r.applyPrefix(p)
+	}
+	r.metrics.pathsReceived.Set(float64(len(r.best)))
+}
+
 func (r *Router) allEOR() bool {
 	for addr := range r.speaker.peers {
 		if !r.eorFrom[addr] {

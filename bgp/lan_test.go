@@ -46,11 +46,18 @@ func newSwitch(t *testing.T) *netlink.Handle {
 // plug connects namespace ns to the switch as eth0 with address addr.
 func plug(t *testing.T, sw *netlink.Handle, port string, ns netns.NsHandle, addr netip.Prefix) {
 	t.Helper()
+	plugInto(t, sw, "br0", port, ns, addr)
+}
+
+// plugInto connects namespace ns to bridge of the switch sw as eth0 with
+// address addr.
+func plugInto(t *testing.T, sw *netlink.Handle, bridge, port string, ns netns.NsHandle, addr netip.Prefix) {
+	t.Helper()
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: port}, PeerName: "eth0", PeerNamespace: netlink.NsFd(int(ns))}
 	if err := sw.LinkAdd(veth); err != nil {
 		t.Fatalf("add veth %s: %v", port, err)
 	}
-	br, err := sw.LinkByName("br0")
+	br, err := sw.LinkByName(bridge)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,6 +111,7 @@ func (r *Router) Sync(ctx context.Context, state *model.State, changes *model.Ch
 			errs = append(errs, err)
 		}
 		r.env.NodeAddr, r.env.NodeAddrs = plan.NodeAddr, plan.NodeAddrs
+		r.dropPathsOfGonePeers()
 	}
 	delta, problems := r.adv.Update(state, changes)
 	r.report(problems)
