@@ -7,16 +7,28 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
 )
 
-// ProbeTimeout bounds how long a probe waits for an answer; a probe that times
-// out counts as blocked. Allowed probes between namespaces answer in well
-// under a millisecond, so this is a wide margin, not a synchronisation.
-var ProbeTimeout = time.Second
+// ProbeTimeout bounds how long a probe that should be blocked waits for an
+// answer before it counts as blocked. Allowed probes between namespaces
+// answer in well under a millisecond on the host, so this is a wide margin,
+// not a synchronisation; a VM guest under software emulation gets more.
+var ProbeTimeout = func() time.Duration {
+	if kerneltest.InGuest() {
+		return 3 * time.Second
+	}
+	return time.Second
+}()
+
+// AllowedTimeout bounds how long a probe that should pass waits. It costs
+// nothing when the probe passes, so it is long enough for a VM guest under
+// software emulation with many probes in flight.
+var AllowedTimeout = 30 * time.Second
 
 // Serve makes the pod answer on port for "tcp" and "udp" (dual-stack
 // sockets) until the test ends: TCP connections get the pod's name, UDP
@@ -69,13 +81,31 @@ func (p *Pod) Serve(t testing.TB, protocol string, port int) {
 }
 
 // Probe reports whether the pod can reach dst on protocol/port and get the
-// server's answer. Errors other than a timeout or a refusal fail the test.
+// server's answer within ProbeTimeout. Errors other than a timeout or a
+// refusal fail the test.
 func (p *Pod) Probe(t testing.TB, protocol string, dst netip.Addr, port int) bool {
+	return p.ProbeWithin(t, protocol, dst, port, ProbeTimeout)
+}
+
+// ProbeWithin is Probe with its own timeout.
+func (p *Pod) ProbeWithin(t testing.TB, protocol string, dst netip.Addr, port int, timeout time.Duration) bool {
 	var ok bool
 	err := kerneltest.Do(p.NS, func() error {
+		if protocol == "sctp" {
+			var err error
+			ok, err = probeSCTP(dst, port, timeout)
+			return err
+		}
 		target := netip.AddrPortFrom(dst, uint16(port)).String()
-		deadline := time.Now().Add(ProbeTimeout)
-		c, err := net.DialTimeout(protocol, target, ProbeTimeout)
+		deadline := time.Now().Add(timeout)
+		d := net.Dialer{Timeout: timeout}
+		if protocol == "udp" {
+			// A fresh source port per probe: conntrack remembers UDP flows for
+			// 30 s, and a probe reusing the ports of one an earlier policy
+			// allowed would pass as established.
+			d.LocalAddr = &net.UDPAddr{Port: nextUDPPort()}
+		}
+		c, err := d.Dial(protocol, target)
 		if err != nil {
 			if isBlocked(err) {
 				return nil
@@ -106,6 +136,12 @@ func (p *Pod) Probe(t testing.TB, protocol string, dst netip.Addr, port int) boo
 	}
 	return ok
 }
+
+// udpPort hands out UDP source ports below the kernel's ephemeral range
+// (32768 and up by default), one per probe.
+var udpPort atomic.Uint32
+
+func nextUDPPort() int { return 10000 + int(udpPort.Add(1)%22000) }
 
 func isBlocked(err error) bool {
 	var ne net.Error
@@ -140,7 +176,11 @@ func RunProbes(t testing.TB, cases []ProbeCase) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			got[i] = c.From.Probe(t, c.Protocol, c.To, c.Port)
+			timeout := ProbeTimeout
+			if c.Want {
+				timeout = AllowedTimeout
+			}
+			got[i] = c.From.ProbeWithin(t, c.Protocol, c.To, c.Port, timeout)
 		}()
 	}
 	wg.Wait()
