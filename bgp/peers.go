@@ -22,6 +22,12 @@ type PeerSpec struct {
 	RRClusterID string
 	// MultihopTTL is set (> 1) for eBGP sessions to routers several hops away.
 	MultihopTTL uint8
+	// Passive means we never dial the peer and wait for it to connect. Of
+	// two nodes, the one with the lower address dials: when both dial, a
+	// restarted node and its peers can take turns refusing each other's
+	// connections (gobgp closes connections it accepts while idle, and it
+	// idles five seconds after every failed attempt) for a minute or more.
+	Passive bool
 }
 
 // External reports whether the peer is a router outside the cluster.
@@ -114,7 +120,7 @@ func PlanPeers(cfg *Config, nodes map[string]*model.Node) (PeerPlan, error) {
 			asn = other.asn
 		}
 		server, client := other.rrServer != "", other.rrClient != "" && other.rrServer == ""
-		spec := PeerSpec{Addr: addr, ASN: asn, Port: cfg.Port, Node: name}
+		spec := PeerSpec{Addr: addr, ASN: asn, Port: cfg.Port, Node: name, Passive: plan.NodeAddr.Compare(addr) > 0}
 		switch {
 		case localClient:
 			if !server {

@@ -166,3 +166,37 @@ func TestPlanPeersRouterID(t *testing.T) {
 		t.Error("unknown local node: no error")
 	}
 }
+
+// Of every two nodes exactly one dials, so that a restarted node and its
+// peers never take turns refusing each other's connections.
+func TestPlanPeersOneSideDials(t *testing.T) {
+	cluster := nodes(node("n1", "10.0.0.1", nil), node("n2", "10.0.0.2", nil), node("n3", "10.0.0.3", nil))
+	plans := map[string]PeerPlan{}
+	for name := range cluster {
+		plan, err := PlanPeers(testConfig(name), cluster)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plans[name] = plan
+	}
+	for a, pa := range plans {
+		for addr, spec := range pa.Peers {
+			back := plans[spec.Node].Peers[pa.NodeAddr]
+			if spec.Passive == back.Passive {
+				t.Errorf("%s and %s both passive=%v", a, spec.Node, spec.Passive)
+			}
+			if want := pa.NodeAddr.Compare(addr) > 0; spec.Passive != want {
+				t.Errorf("%s waits for %s: %v, want %v (the lower address dials)", a, spec.Node, spec.Passive, want)
+			}
+		}
+	}
+	ext := testConfig("n1")
+	ext.PeerRouters = []ExternalPeer{{Addr: netip.MustParseAddr("10.0.0.0"), ASN: 65000}}
+	plan, err := PlanPeers(ext, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Peers[netip.MustParseAddr("10.0.0.0")].Passive {
+		t.Error("external router waited for; we must dial it")
+	}
+}

@@ -176,7 +176,7 @@ func (sp *Speaker) apiPeer(localASN uint32, p PeerSpec) *api.Peer {
 	out := &api.Peer{
 		Conf:      &api.PeerConf{NeighborAddress: p.Addr.String(), PeerAsn: p.ASN, AuthPassword: p.Password, Description: p.Node},
 		Timers:    &api.Timers{Config: &api.TimersConfig{HoldTime: hold, KeepaliveInterval: hold / 3, ConnectRetry: uint64(connectRetry / time.Second)}},
-		Transport: &api.Transport{RemotePort: uint32(p.Port)},
+		Transport: &api.Transport{RemotePort: uint32(p.Port), PassiveMode: p.Passive},
 	}
 	if p.MultihopTTL > 1 {
 		out.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(p.MultihopTTL)}
