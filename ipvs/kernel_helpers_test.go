@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -103,17 +101,6 @@ func backendNS(t testing.TB, nodeNS netns.NsHandle, nodeIf, gw, addr string) net
 		t.Fatalf("default route of %s: %v", addr, err)
 	}
 	return ns
-}
-
-// writeSysctl writes a sysctl of ns.
-func writeSysctl(t testing.TB, ns netns.NsHandle, name, value string) {
-	t.Helper()
-	err := kerneltest.Do(ns, func() error {
-		return os.WriteFile(filepath.Join("/proc/sys", filepath.FromSlash(name)), []byte(value), 0o644)
-	})
-	if err != nil {
-		t.Fatalf("sysctl %s: %v", name, err)
-	}
 }
 
 func mustNoErr(t testing.TB, err error, what string, args ...any) {
