@@ -27,6 +27,7 @@ type PeerSpec struct {
 	// restarted node and its peers can take turns refusing each other's
 	// connections (gobgp closes connections it accepts while idle, and it
 	// idles five seconds after every failed attempt) for a minute or more.
+	// Calico's BIRD node mesh is one-way ("passive on") for the same reason.
 	Passive bool
 }
 
