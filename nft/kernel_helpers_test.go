@@ -60,7 +60,8 @@ func nftIn(t testing.TB, ns netns.NsHandle, stdin string, args ...string) string
 
 // protoNumbers matches protocol numbers in listed concatenations: nft names
 // them from /etc/protocols, which a VM guest does not have.
-var protoNumbers = strings.NewReplacer(" . 6 . ", " . tcp . ", " . 17 . ", " . udp . ", " . 132 . ", " . sctp . ")
+var protoNumbers = strings.NewReplacer(" . 6 . ", " . tcp . ", " . 17 . ", " . udp . ", " . 132 . ", " . sctp . ",
+	"meta l4proto 6 ", "meta l4proto tcp ", "meta l4proto 17 ", "meta l4proto udp ", "meta l4proto 132 ", "meta l4proto sctp ")
 
 // normalize makes two nft listings comparable: elements sorted and on one
 // line, protocols by name, objects sorted by their first line.

@@ -114,13 +114,13 @@ func (p *Pod) ProbeWithin(t testing.TB, protocol string, dst netip.Addr, port in
 		}
 		defer c.Close()
 		c.SetDeadline(deadline)
-		if protocol == "udp" {
-			if _, err := c.Write([]byte("?")); err != nil {
-				return err
-			}
-		}
 		buf := make([]byte, 64)
-		n, err := c.Read(buf)
+		var n int
+		if protocol == "udp" {
+			n, err = udpExchange(c, deadline)
+		} else {
+			n, err = c.Read(buf)
+		}
 		if err != nil {
 			if isBlocked(err) {
 				return nil
@@ -135,6 +135,34 @@ func (p *Pod) ProbeWithin(t testing.TB, protocol string, dst netip.Addr, port in
 		t.Errorf("probe %s -> %s %s/%d: %v", p.Name, dst, protocol, port, err)
 	}
 	return ok
+}
+
+// udpResend is how often a UDP probe repeats its datagram: unlike a TCP SYN
+// it is not retransmitted, and the first one may be dropped while the
+// neighbour entry resolves (the kernel queues only a few packets per
+// unresolved neighbour, and probes run many at a time).
+const udpResend = 250 * time.Millisecond
+
+// udpExchange sends a datagram on c until an answer arrives or the deadline
+// passes, and returns the answer's length.
+func udpExchange(c net.Conn, deadline time.Time) (int, error) {
+	buf := make([]byte, 64)
+	for {
+		if _, err := c.Write([]byte("?")); err != nil {
+			return 0, err
+		}
+		next := time.Now().Add(udpResend)
+		if next.After(deadline) {
+			next = deadline
+		}
+		c.SetReadDeadline(next)
+		n, err := c.Read(buf)
+		var ne net.Error
+		if err != nil && errors.As(err, &ne) && ne.Timeout() && time.Now().Before(deadline) {
+			continue
+		}
+		return n, err
+	}
 }
 
 // udpPort hands out UDP source ports below the kernel's ephemeral range
