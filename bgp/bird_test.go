@@ -1,7 +1,6 @@
 package bgp
 
 import (
-	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -38,13 +37,13 @@ func TestBIRDInterop(t *testing.T) {
 	plug(t, newSwitchFor(t, m), "portbird", birdNS, netip.PrefixFrom(upstream, 24))
 
 	dir := t.TempDir()
-	conf := fmt.Sprintf(`router id 10.0.0.254;
+	conf := `router id 10.0.0.254;
 protocol device {}
 protocol static { ipv4; route 192.0.2.0/24 unreachable; route 10.244.2.0/24 unreachable; }
 template bgp node { local 10.0.0.254 as 65000; ipv4 { import all; export all; }; }
 protocol bgp n1 from node { neighbor 10.0.0.1 as 64512; }
 protocol bgp n2 from node { neighbor 10.0.0.2 as 64512; }
-`)
+`
 	if err := os.WriteFile(filepath.Join(dir, "bird.conf"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
