@@ -5,12 +5,13 @@ import (
 	"slices"
 
 	"fmt"
-	"github.com/cloudflare/ipvs"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cloudflare/ipvs"
 
 	"github.com/nfrouter/nfrouter/model"
 )

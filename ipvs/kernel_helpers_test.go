@@ -9,7 +9,6 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
@@ -53,50 +52,19 @@ func (kp *kernelProxy) check(t testing.TB, draining map[VSKey][]Dest) {
 	}
 }
 
-// handleAt returns an rtnetlink handle working in ns.
-func handleAt(t testing.TB, ns netns.NsHandle) *netlink.Handle {
-	t.Helper()
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
-	if err != nil {
-		t.Fatalf("netlink handle: %v", err)
-	}
-	t.Cleanup(h.Close)
-	return h
-}
-
-// linkUp adds addr to the link named name and sets it up.
-func linkUp(t testing.TB, h *netlink.Handle, name, addr string) netlink.Link {
-	t.Helper()
-	link, err := h.LinkByName(name)
-	if err != nil {
-		t.Fatalf("find %s: %v", name, err)
-	}
-	a, err := netlink.ParseAddr(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.AddrAdd(link, a); err != nil {
-		t.Fatalf("add %s to %s: %v", addr, name, err)
-	}
-	if err := h.LinkSetUp(link); err != nil {
-		t.Fatalf("set %s up: %v", name, err)
-	}
-	return link
-}
-
 // backendNS makes a namespace for a backend pod at addr/24 on a veth to
 // nodeNS, where the node side gets gw/24; the backend routes everything
 // through the node.
 func backendNS(t testing.TB, nodeNS netns.NsHandle, nodeIf, gw, addr string) netns.NsHandle {
 	t.Helper()
 	ns := kerneltest.NewNetNS(t)
-	node, pod := handleAt(t, nodeNS), handleAt(t, ns)
+	node, pod := kerneltest.Handle(t, nodeNS), kerneltest.Handle(t, ns)
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: nodeIf}, PeerName: "eth0", PeerNamespace: netlink.NsFd(ns)}
 	if err := node.LinkAdd(veth); err != nil {
 		t.Fatalf("add veth: %v", err)
 	}
-	linkUp(t, node, nodeIf, gw+"/24")
-	eth0 := linkUp(t, pod, "eth0", addr+"/24")
+	kerneltest.LinkUp(t, node, nodeIf, gw+"/24")
+	eth0 := kerneltest.LinkUp(t, pod, "eth0", addr+"/24")
 	if err := pod.RouteAdd(&netlink.Route{LinkIndex: eth0.Attrs().Index, Gw: net.ParseIP(gw)}); err != nil {
 		t.Fatalf("default route of %s: %v", addr, err)
 	}

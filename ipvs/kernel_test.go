@@ -28,7 +28,7 @@ func TestKernelProgramsShapes(t *testing.T) {
 	}
 
 	// Interface up, link-local address left alone.
-	h := handleAt(t, kp.ns)
+	h := kerneltest.Handle(t, kp.ns)
 	link, err := h.LinkByName(DummyInterface)
 	mustNoErr(t, err, "find %s", DummyInterface)
 	if link.Type() != "dummy" || link.Attrs().Flags&net.FlagUp == 0 {
@@ -77,7 +77,7 @@ func TestKernelRepairsDrift(t *testing.T) {
 	kp.check(t, nil)
 
 	// The dummy interface deleted by hand is made again.
-	h := handleAt(t, kp.ns)
+	h := kerneltest.Handle(t, kp.ns)
 	link, err := h.LinkByName(DummyInterface)
 	mustNoErr(t, err, "find %s", DummyInterface)
 	mustNoErr(t, h.LinkDel(link), "delete %s", DummyInterface)

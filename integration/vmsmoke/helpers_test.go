@@ -12,18 +12,6 @@ import (
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
 )
 
-// handleAt returns a handle working in ns that opens only the rtnetlink
-// socket these tests need (by default it also opens xfrm and nfnetlink ones).
-func handleAt(t *testing.T, ns netns.NsHandle) *netlink.Handle {
-	t.Helper()
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
-	if err != nil {
-		t.Fatalf("netlink handle: %v", err)
-	}
-	t.Cleanup(h.Close)
-	return h
-}
-
 // ipvsAt returns an IPVS client bound to ns; a kernel without IPVS ends the
 // test (see kerneltest.MissingFeature).
 func ipvsAt(t *testing.T, ns netns.NsHandle) ipvs.Client {

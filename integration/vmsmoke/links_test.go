@@ -15,7 +15,7 @@ import (
 // IPVS proxy does.
 func TestDummyAddresses(t *testing.T) {
 	kerneltest.RequireRoot(t)
-	h := handleAt(t, kerneltest.NewNetNS(t))
+	h := kerneltest.Handle(t, kerneltest.NewNetNS(t))
 	addLink(t, h, &netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: "nfr-vip"}})
 	link, err := h.LinkByName("nfr-vip")
 	if err != nil {
@@ -55,7 +55,7 @@ func TestDummyAddresses(t *testing.T) {
 // it, as the routing backend does for nodes in other subnets.
 func TestIPIPTunnel(t *testing.T) {
 	kerneltest.RequireRoot(t)
-	h := handleAt(t, kerneltest.NewNetNS(t))
+	h := kerneltest.Handle(t, kerneltest.NewNetNS(t))
 	local, remote := net.ParseIP("192.0.2.1").To4(), net.ParseIP("192.0.2.2").To4()
 	addLink(t, h, &netlink.Iptun{LinkAttrs: netlink.LinkAttrs{Name: "nfr-tun"}, Local: local, Remote: remote, Ttl: 64})
 	link, err := h.LinkByName("nfr-tun")

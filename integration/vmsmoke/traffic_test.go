@@ -25,13 +25,13 @@ func TestTCPThroughIPVS(t *testing.T) {
 	kerneltest.RequireRoot(t)
 	clientNS, serverNS := kerneltest.NewNetNS(t), kerneltest.NewNetNS(t)
 	ipvsClient := ipvsAt(t, clientNS)
-	client, server := handleAt(t, clientNS), handleAt(t, serverNS)
+	client, server := kerneltest.Handle(t, clientNS), kerneltest.Handle(t, serverNS)
 
 	addLink(t, client, &netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: "vip0"}})
 	addLink(t, client, &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "c0"}, PeerName: "s0", PeerNamespace: netlink.NsFd(serverNS)})
-	linkUp(t, client, "vip0", "10.96.0.10/32")
-	linkUp(t, client, "c0", "10.0.0.1/24")
-	s0 := linkUp(t, server, "s0", "10.0.0.2/24")
+	kerneltest.LinkUp(t, client, "vip0", "10.96.0.10/32")
+	kerneltest.LinkUp(t, client, "c0", "10.0.0.1/24")
+	s0 := kerneltest.LinkUp(t, server, "s0", "10.0.0.2/24")
 	// Replies go to the VIP, the client's source address.
 	if err := server.RouteAdd(&netlink.Route{LinkIndex: s0.Attrs().Index, Gw: net.ParseIP("10.0.0.1")}); err != nil {
 		t.Fatalf("server default route: %v", err)
@@ -93,24 +93,4 @@ func TestTCPThroughIPVS(t *testing.T) {
 	if n := dests[0].ActiveConnections + dests[0].InactiveConnections; n < 1 {
 		t.Errorf("IPVS counts %d connections to %s, want the one just made", n, dest.Address)
 	}
-}
-
-// linkUp adds addr to the link named name and sets it up.
-func linkUp(t *testing.T, h *netlink.Handle, name, addr string) netlink.Link {
-	t.Helper()
-	link, err := h.LinkByName(name)
-	if err != nil {
-		t.Fatalf("find %s: %v", name, err)
-	}
-	a, err := netlink.ParseAddr(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.AddrAdd(link, a); err != nil {
-		t.Fatalf("add %s to %s: %v", addr, name, err)
-	}
-	if err := h.LinkSetUp(link); err != nil {
-		t.Fatalf("set %s up: %v", name, err)
-	}
-	return link
 }
