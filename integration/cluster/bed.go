@@ -57,6 +57,8 @@ type Bed struct {
 	pods    map[string]*Pod // namespace/name
 	routers map[string]*NFRouter
 
+	nfrouterEnv []string
+
 	closeOnce sync.Once
 	stopSig   func()
 	// Started is how long Start took.
@@ -76,6 +78,9 @@ func Start(ctx context.Context, cfg Config) (_ *Bed, err error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.NFRouter, err = filepath.Abs(cfg.NFRouter); err != nil {
+		return nil, fmt.Errorf("bed: nfrouter binary: %w", err)
 	}
 	b := &Bed{cfg: cfg, log: cfg.Log, pods: map[string]*Pod{}, routers: map[string]*NFRouter{}}
 	defer func() {

@@ -86,6 +86,10 @@ func (b *Bed) startControlPlane(ctx context.Context, bins Binaries) error {
 	// Only the controllers whose output nfrouter reads.
 	if _, err := b.startHost("kube-controller-manager", bins.ControllerManager,
 		"--kubeconfig="+kcmConfig, "--controllers=endpointslice",
+		// Each controller acts as its own ServiceAccount (as kubeadm sets it
+		// up), bound by the bootstrap RBAC policy; the kcm user itself may
+		// not write EndpointSlices.
+		"--use-service-account-credentials=true",
 		"--leader-elect=false", "--secure-port=0", "--profiling=false"); err != nil {
 		return err
 	}
@@ -94,7 +98,7 @@ func (b *Bed) startControlPlane(ctx context.Context, bins Binaries) error {
 }
 
 func (b *Bed) startHost(name, bin string, args ...string) (*Process, error) {
-	p, err := b.spawn.startProcess(name, filepath.Join(b.dir, name+".log"), -1, bin, args...)
+	p, err := b.spawn.startProcess(name, filepath.Join(b.dir, name+".log"), -1, 0, nil, bin, args...)
 	if err != nil {
 		return nil, err
 	}

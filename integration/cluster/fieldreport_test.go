@@ -44,6 +44,9 @@ func TestFieldReport(t *testing.T) {
 		if err := fr.CreateHeadless(ctx, bed); err != nil {
 			t.Fatal(err)
 		}
+		if err := bed.WaitEndpoints(ctx, fr.Namespace, "web-headless", fr.Web, 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
 		// Wait until every nfrouter has handled the service and its slices...
 		for i, r := range routers {
 			waitMetric(t, ctx, r, "service and slice events", func(m cluster.Metrics) bool {
@@ -81,6 +84,9 @@ func TestFieldReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("churn: %d pod replacements (8 API writes each) in %s", replacements, time.Since(began).Round(time.Millisecond))
+	if err := bed.WaitEndpoints(ctx, fr.Namespace, "web-headless", fr.Web, 30*time.Second); err != nil {
+		t.Error(err)
+	}
 	res, err := cluster.WaitMatrix(ctx, fr.Cases(), 30*time.Second)
 	t.Logf("probe matrix after churn:\n%s", cluster.FormatMatrix(res))
 	if err != nil {
@@ -90,7 +96,7 @@ func TestFieldReport(t *testing.T) {
 	for i := range routers {
 		d := end[i].Minus(churnStart[i])
 		t.Logf("churn: %s", d)
-		t.Logf("whole run: %s", end[i].Minus(start[i]).Node+": "+end[i].String())
+		t.Logf("whole run: %s", end[i].Minus(start[i]))
 		if d.Transactions > d.Syncs {
 			t.Errorf("%s: %v transactions in %v syncs; want at most one per sync", d.Node, d.Transactions, d.Syncs)
 		}

@@ -63,7 +63,7 @@ func (b *Bed) StartNFRouter(ctx context.Context, node *Node, extra ...string) (*
 	args := []string{
 		// Trace only these two calls, filtered in the kernel (seccomp-bpf), so
 		// nfrouter runs at nearly full speed; -f follows every thread and child.
-		"-f", "--seccomp-bpf", "-qq", "-e", "trace=execve,execveat", "-o", r.trace, "--",
+		"-f", "--seccomp-bpf", "-qq", "-e", "trace=execve,execveat", "-e", "signal=none", "-o", r.trace, "--",
 		b.cfg.NFRouter,
 		"--kubeconfig=" + kubeconfig, "--hostname-override=" + node.Name,
 		"--run-service-proxy=false", "--run-router=false",
@@ -71,20 +71,33 @@ func (b *Bed) StartNFRouter(ctx context.Context, node *Node, extra ...string) (*
 		"--health-addr=127.0.0.1", "--health-port=" + strconv.Itoa(healthPort),
 		"--log-format=json",
 	}
-	p, err := b.spawn.startProcess(name, b.logPath(name+".log"), node.NS, strace, append(args, extra...)...)
+	// strace is PID 1 of a PID namespace of its own: if the harness dies
+	// hard (Pdeathsig kills strace), the kernel kills nfrouter with it,
+	// where strace would merely detach and leave it running.
+	p, err := b.spawn.startProcess(name, b.logPath(name+".log"), node.NS, syscall.CLONE_NEWPID, b.nfrouterEnv, strace, append(args, extra...)...)
 	if err != nil {
 		return nil, err
 	}
-	b.cleanups.add("stop "+name, func() error { r.stopProc(p); return nil })
 	r.proc = p
-	if r.pid, err = childPid(ctx, p); err != nil {
+	pid, err := childPid(ctx, p, b.cfg.NFRouter)
+	if err != nil {
+		p.Stop(time.Second)
 		return nil, err
 	}
+	r.pid = pid
+	b.cleanups.add("stop "+name, func() error {
+		if !r.stopProc(p, pid) {
+			return fmt.Errorf("%s ignored SIGTERM for 10s and was killed", name)
+		}
+		return nil
+	})
 	return r, nil
 }
 
-// childPid waits for strace to have started nfrouter and returns its pid.
-func childPid(ctx context.Context, p *Process) (int, error) {
+// childPid waits for strace to have started nfrouter and returns its pid
+// (as the harness sees it). strace forks a short-lived child of its own
+// first to probe seccomp support, so the child must be running bin.
+func childPid(ctx context.Context, p *Process, bin string) (int, error) {
 	path := fmt.Sprintf("/proc/%d/task/%d/children", p.Pid(), p.Pid())
 	return pollUntil(ctx, 10*time.Second, func() (int, bool, error) {
 		select {
@@ -96,33 +109,49 @@ func childPid(ctx context.Context, p *Process) (int, error) {
 		if err != nil {
 			return 0, false, nil
 		}
-		f := strings.Fields(string(b))
-		if len(f) == 0 {
-			return 0, false, nil
+		for _, f := range strings.Fields(string(b)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil {
+				return 0, false, err
+			}
+			if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && exe == bin {
+				return pid, true, nil
+			}
 		}
-		pid, err := strconv.Atoi(f[0])
-		return pid, err == nil, err
+		return 0, false, nil
 	})
 }
 
-// Stop ends nfrouter with SIGTERM (a clean shutdown) and waits for it.
-func (r *NFRouter) Stop() { r.stopProc(r.proc) }
+// SetNFRouterEnv sets environment variables for nfrouter processes started
+// from now on.
+func (b *Bed) SetNFRouterEnv(env ...string) { b.nfrouterEnv = env }
 
-func (r *NFRouter) stopProc(p *Process) {
+// Stop ends nfrouter with SIGTERM (a clean shutdown), then SIGKILL if it
+// has not exited within 10 s, and waits for it. It reports whether the
+// SIGTERM sufficed.
+func (r *NFRouter) Stop() bool { return r.stopProc(r.proc, r.pid) }
+
+// stopProc stops strace process p and its tracee pid. nfrouter itself is
+// signalled: strace, killed first, would detach and leave it running.
+func (r *NFRouter) stopProc(p *Process, pid int) bool {
 	select {
 	case <-p.Done():
-		return
+		return true
 	default:
 	}
-	if r.pid != 0 && p == r.proc {
-		_ = syscall.Kill(r.pid, syscall.SIGTERM)
-		select {
-		case <-p.Done():
-			return
-		case <-time.After(10 * time.Second):
-		}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	select {
+	case <-p.Done():
+		return true
+	case <-time.After(10 * time.Second):
 	}
-	p.Stop(5 * time.Second)
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	select {
+	case <-p.Done():
+	case <-time.After(5 * time.Second):
+		p.Stop(time.Second)
+	}
+	return false
 }
 
 // Kill ends nfrouter with SIGKILL, as a crash or OOM kill would.
@@ -162,7 +191,8 @@ func (r *NFRouter) Execs() (int, []string, error) {
 	return len(calls) - 1, calls[1:], nil
 }
 
-// WaitHealthy waits until /healthz answers 200 (the first full sync is done).
+// WaitHealthy waits until /healthz answers 200 and the first firewall sync
+// has succeeded (health is OK from the start, before any sync).
 func (r *NFRouter) WaitHealthy(ctx context.Context, timeout time.Duration) error {
 	_, err := pollUntil(ctx, timeout, func() (struct{}, bool, error) {
 		select {
@@ -175,7 +205,14 @@ func (r *NFRouter) WaitHealthy(ctx context.Context, timeout time.Duration) error
 			return struct{}{}, false, nil
 		}
 		resp.Body.Close()
-		return struct{}{}, resp.StatusCode == http.StatusOK, nil
+		if resp.StatusCode != http.StatusOK {
+			return struct{}{}, false, nil
+		}
+		m, err := r.Metrics(ctx)
+		if err != nil {
+			return struct{}{}, false, nil
+		}
+		return struct{}{}, m.Sum("nfrouter_syncs_total", `backend="firewall"`, `result="ok"`) >= 1, nil
 	})
 	if err != nil {
 		return fmt.Errorf("nfrouter on %s not healthy: %w", r.Node.Name, err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -93,28 +92,23 @@ func Mismatches(res []ProbeResult) []string {
 	return out
 }
 
-// FormatMatrix prints results as a table: one row per source pod, one column
-// per destination pod and port; "ok" connected, "--" blocked, "!" marks a
+// FormatMatrix prints results as a table: one row per destination pod and
+// port, one column per source pod; "ok" connected, "--" blocked, "!" marks a
 // result that differs from the expected one.
 func FormatMatrix(res []ProbeResult) string {
-	type col struct {
-		to   string
-		port string
-	}
-	var rows []string
-	var cols []col
-	seenRow, seenCol := map[string]bool{}, map[col]bool{}
-	cell := map[string]map[col]string{}
+	var rows, cols []string
+	seenRow, seenCol := map[string]bool{}, map[string]bool{}
+	cell := map[string]map[string]string{}
 	for _, r := range res {
-		c := col{r.To.Name, r.Protocol + "/" + strconv.Itoa(r.Port)}
-		if !seenRow[r.From.Name] {
-			seenRow[r.From.Name] = true
-			rows = append(rows, r.From.Name)
-			cell[r.From.Name] = map[col]string{}
+		row := fmt.Sprintf("%s %s:%s/%d", r.To.Name, r.To.IP, r.Protocol, r.Port)
+		if !seenRow[row] {
+			seenRow[row] = true
+			rows = append(rows, row)
+			cell[row] = map[string]string{}
 		}
-		if !seenCol[c] {
-			seenCol[c] = true
-			cols = append(cols, c)
+		if !seenCol[r.From.Name] {
+			seenCol[r.From.Name] = true
+			cols = append(cols, r.From.Name)
 		}
 		s := "--"
 		if r.Got {
@@ -123,35 +117,24 @@ func FormatMatrix(res []ProbeResult) string {
 		if r.Got != r.Want {
 			s += "!"
 		}
-		cell[r.From.Name][c] = s
+		cell[row][r.From.Name] = s
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%-14s", "from \\ to")
+	fmt.Fprintf(&sb, "%-32s", "to \\ from")
 	for _, c := range cols {
-		fmt.Fprintf(&sb, " %-9s", shorten(c.to, 9))
-	}
-	fmt.Fprintf(&sb, "\n%-14s", "")
-	for _, c := range cols {
-		fmt.Fprintf(&sb, " %-9s", c.port)
+		fmt.Fprintf(&sb, " %-12s", c)
 	}
 	sb.WriteString("\n")
 	for _, r := range rows {
-		fmt.Fprintf(&sb, "%-14s", shorten(r, 14))
+		fmt.Fprintf(&sb, "%-32s", r)
 		for _, c := range cols {
 			v := cell[r][c]
 			if v == "" {
 				v = "."
 			}
-			fmt.Fprintf(&sb, " %-9s", v)
+			fmt.Fprintf(&sb, " %-12s", v)
 		}
 		sb.WriteString("\n")
 	}
 	return sb.String()
-}
-
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "~"
 }

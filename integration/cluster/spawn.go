@@ -106,8 +106,9 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 func (p *Process) Err() error { return p.err }
 
 // startProcess starts name with args in namespace ns, output appended to
-// logPath.
-func (s *spawner) startProcess(name, logPath string, ns netns.NsHandle, bin string, args ...string) (*Process, error) {
+// logPath. cloneflags adds namespaces of its own (CLONE_NEWPID), env
+// variables to the harness's environment.
+func (s *spawner) startProcess(name, logPath string, ns netns.NsHandle, cloneflags uintptr, env []string, bin string, args ...string) (*Process, error) {
 	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: log file: %w", name, err)
@@ -116,7 +117,10 @@ func (s *spawner) startProcess(name, logPath string, ns netns.NsHandle, bin stri
 	cmd.Stdout, cmd.Stderr = out, out
 	// A process group of its own: Ctrl-C on the terminal reaches the harness,
 	// which stops children in order, instead of every child at once.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Cloneflags: cloneflags}
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if err := s.start(cmd, ns); err != nil {
 		out.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
