@@ -266,4 +266,3 @@ func pollUntil[T any](ctx context.Context, timeout time.Duration, check func() (
 		}
 	}
 }
-
