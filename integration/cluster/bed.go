@@ -134,7 +134,8 @@ func Start(ctx context.Context, cfg Config) (_ *Bed, err error) {
 func (b *Bed) Dir() string { return b.dir }
 
 // Close stops every process the bed started (by pid) and removes every
-// namespace, link and file it made. Safe to call more than once.
+// namespace, link and file it made. Safe to call more than once and
+// concurrently: later callers wait until the first has finished.
 func (b *Bed) Close() error {
 	var err error
 	b.closeOnce.Do(func() {
@@ -157,7 +158,10 @@ func (b *Bed) watchSignals() {
 		select {
 		case s := <-ch:
 			fmt.Fprintf(os.Stderr, "\n%v: cleaning up the test bed\n", s)
-			b.cleanups.run(b.log)
+			// Through Close: a caller that closes the bed meanwhile (its
+			// requests fail as the API server stops) waits in closeOnce
+			// until the cleanup is done instead of exiting half-way.
+			b.Close()
 			os.Exit(130)
 		case <-done:
 		}
