@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -89,7 +90,11 @@ func Start(ctx context.Context, cfg Config) (_ *Bed, err error) {
 		}
 	}()
 	b.watchSignals()
+	removeStale(filepath.Join(os.TempDir(), "nfrouter-cluster-*"))
 	if b.dir, err = os.MkdirTemp("", "nfrouter-cluster-"); err != nil {
+		return nil, fmt.Errorf("bed: work directory: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(b.dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return nil, fmt.Errorf("bed: work directory: %w", err)
 	}
 	b.cleanups.add("remove "+b.dir, func() error { return os.RemoveAll(b.dir) })
