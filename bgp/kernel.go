@@ -124,9 +124,13 @@ func (k *Kernel) ownsRoute(dst netip.Prefix) (bool, error) {
 }
 
 // Remove deletes our route for dst; a missing route is not an error, and a
-// route of the same prefix that is not ours does not match.
+// route of the same prefix that is not ours does not match. The scope is
+// "nowhere", which matches any, as `ip route del` sends it: the kernel
+// deletes only a route of the scope asked for, and a tunnel route has link
+// scope where a route via a gateway has universe scope
+// (net/ipv4/fib_trie.c, fib_table_delete).
 func (k *Kernel) Remove(dst netip.Prefix) error {
-	err := k.h.RouteDel(&netlink.Route{Dst: ipNet(dst), Protocol: RouteProtocol, Table: unix.RT_TABLE_MAIN})
+	err := k.h.RouteDel(&netlink.Route{Dst: ipNet(dst), Protocol: RouteProtocol, Table: unix.RT_TABLE_MAIN, Scope: netlink.SCOPE_NOWHERE})
 	if err != nil && !errors.Is(err, unix.ESRCH) {
 		return fmt.Errorf("remove route %s: %w", dst, err)
 	}

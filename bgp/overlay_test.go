@@ -3,6 +3,7 @@ package bgp
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -46,7 +47,8 @@ func newOverlayMesh(t *testing.T) *mesh {
 // pods of nodes on different subnets reach each other through ipip tunnels
 // (the fabric between the subnets drops pod addresses), nodes on one subnet
 // route directly unless --overlay-type=full, and a departed node's routes
-// and tunnels are removed.
+// and tunnels are removed; a netlink monitor on node1 sees one route
+// operation per best-path event.
 func TestOverlayRoutesPodsAcrossSubnets(t *testing.T) {
 	kerneltest.RequireRoot(t)
 	requireIPIP(t)
@@ -68,6 +70,7 @@ func TestOverlayRoutesPodsAcrossSubnets(t *testing.T) {
 				want[n1][n2] = "via " + n2.addr.String()
 				want[n2][n1] = "via " + n1.addr.String()
 			}
+			ops := watchRouteOps(t, n1.ns.NS)
 			start := time.Now()
 			for _, n := range m.nodes {
 				m.start(n, childConfig{Overlay: true, OverlayType: typ})
@@ -107,28 +110,43 @@ func TestOverlayRoutesPodsAcrossSubnets(t *testing.T) {
 				}
 			}
 
-			// node3 leaves: the others drop its route and their tunnel to it.
-			m.state.Nodes = m.state.Nodes[:2]
+			// Notifications trail the routes a dump shows: wait for them.
+			ops.await(t, overlayConverge, n2.cidr, "add")
+			ops.await(t, overlayConverge, n3.cidr, "add")
+			ops.expect(t, map[netip.Prefix][]string{n2.cidr: {"add"}, n3.cidr: {"add"}})
+
+			// A node leaves: the others drop its route and their tunnel to
+			// it, with one route operation each. With the full overlay the
+			// leaver shares node1's subnet, so that a route re-planned
+			// before its withdrawal would show as a replace (a direct route
+			// for a node no longer known).
+			leaver, stay := n3, n2
+			if typ == OverlayFull {
+				leaver, stay = n2, n3
+			}
+			m.state.Nodes = slices.DeleteFunc(m.state.Nodes, func(mn *model.Node) bool { return mn.Name == leaver.name })
 			m.children[n1.name].send(m.state)
-			m.children[n2.name].send(m.state)
-			m.children[n3.name].stop()
-			m.children[n3.name] = nil
+			m.children[stay.name].send(m.state)
+			m.children[leaver.name].stop()
+			m.children[leaver.name] = nil
 			gone := func() bool {
-				for _, n := range []*testNode{n1, n2} {
-					if n.routeVia(t, n3.cidr) != "" {
+				for _, n := range []*testNode{n1, stay} {
+					if n.routeVia(t, leaver.cidr) != "" {
 						return false
 					}
-					if _, err := n.h.LinkByName(TunnelName(n3.addr)); err == nil {
+					if _, err := n.h.LinkByName(TunnelName(leaver.addr)); err == nil {
 						return false
 					}
 				}
 				return true
 			}
 			if !tryFor(overlayConverge, gone) {
-				t.Fatalf("node3's route or tunnel still on node1 (%q) or node2 (%q)", n1.routeVia(t, n3.cidr), n2.routeVia(t, n3.cidr))
+				t.Fatalf("%s's route or tunnel still on node1 (%q) or %s (%q)", leaver.name, n1.routeVia(t, leaver.cidr), stay.name, stay.routeVia(t, leaver.cidr))
 			}
-			if !routed(n1, n2)() {
-				t.Errorf("node1 and node2 lost their routes to each other: %q, %q", n1.routeVia(t, n2.cidr), n2.routeVia(t, n1.cidr))
+			ops.await(t, overlayConverge, leaver.cidr, "del")
+			ops.expect(t, map[netip.Prefix][]string{leaver.cidr: {"add", "del"}, stay.cidr: {"add"}})
+			if !routed(n1, stay)() {
+				t.Errorf("node1 and %s lost their routes to each other: %q, %q", stay.name, n1.routeVia(t, stay.cidr), stay.routeVia(t, n1.cidr))
 			}
 		})
 	}
