@@ -49,4 +49,3 @@ until probe frontend && ! probe other; do
 	[ "$(date +%s)" -lt "$deadline" ] || { echo "smoke: FAILED: policy not enforced within 30s" >&2; exit 1; }
 done
 echo "smoke: OK (frontend reaches web, other does not)"
-kubectl -n kube-system exec ds/nfrouter -- /nfrouter --version 2>/dev/null || true
