@@ -1,9 +1,11 @@
 package cluster_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nfrouter/nfrouter/integration/cluster"
@@ -19,7 +21,9 @@ func TestPolicyEndToEnd(t *testing.T) {
 	if err := bed.CreateNamespace(ctx, ns, nil); err != nil {
 		t.Fatal(err)
 	}
-	ports := cluster.WebPorts[:2] // 8080 http, 9090 grpc
+	// 8080 http and 9090 grpc over TCP; 5353 over UDP, which no policy here
+	// allows (their ports are TCP).
+	ports := append(cluster.WebPorts[:2:2], corev1.ContainerPort{Name: "dns", ContainerPort: 5353, Protocol: corev1.ProtocolUDP})
 	pod := func(name, node, app string) *cluster.Pod {
 		p, err := bed.StartPod(ctx, cluster.PodSpec{Namespace: ns, Name: name, Node: node, Labels: map[string]string{"app": app}, Ports: ports})
 		if err != nil {
@@ -30,7 +34,7 @@ func TestPolicyEndToEnd(t *testing.T) {
 	srv1, srv2 := pod("srv-1", "node-1", "srv"), pod("srv-2", "node-2", "srv")
 	cli1, cli2 := pod("cli-1", "node-1", "cli"), pod("cli-2", "node-2", "cli")
 	oth := pod("oth-2", "node-2", "oth")
-	startRouters(t, bed)
+	routers := startRouters(t, bed)
 
 	// allowed says which (source, destination, port) connect in a state.
 	type allowed func(from, to *cluster.Pod, port int) bool
@@ -40,7 +44,8 @@ func TestPolicyEndToEnd(t *testing.T) {
 			for _, to := range []*cluster.Pod{srv1, srv2} {
 				for _, p := range ports {
 					port := int(p.ContainerPort)
-					cs = append(cs, cluster.ProbeCase{From: from, To: to, Protocol: "tcp", Port: port, Want: want(from, to, port)})
+					proto := strings.ToLower(string(p.Protocol))
+					cs = append(cs, cluster.ProbeCase{From: from, To: to, Protocol: proto, Port: port, Want: want(from, to, port)})
 				}
 			}
 		}
@@ -53,7 +58,7 @@ func TestPolicyEndToEnd(t *testing.T) {
 		if policyPorts == nil || !isSrv(to) {
 			return true
 		}
-		return isCli(from) && (port == 8080 || (len(policyPorts) > 1 && port == 9090))
+		return isCli(from) && (port == 8080 || (len(policyPorts) > 1 && port == 9090)) // never 5353/udp
 	}
 	check := func(step string) {
 		t.Helper()
@@ -113,4 +118,15 @@ func TestPolicyEndToEnd(t *testing.T) {
 		return bed.DeletePolicy(ctx, ns, "srv")
 	}, cluster.ProbeCase{From: oth, To: srv1, Protocol: "tcp", Port: 9090, Want: true})
 	t.Logf("event→enforced latency (API write returned → first probe obeying it): %s", cluster.Distribution(latencies))
+	for _, r := range routers {
+		m, err := r.Metrics(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := m.Sum("nfrouter_event_to_sync_seconds_count", `backend="firewall"`)
+		if n > 0 {
+			t.Logf("%s: nfrouter's own event→programmed: %v syncs, mean %s", r.Node.Name, n,
+				time.Duration(m.Sum("nfrouter_event_to_sync_seconds_sum", `backend="firewall"`)/n*float64(time.Second)).Round(10*time.Microsecond))
+		}
+	}
 }
