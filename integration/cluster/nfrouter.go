@@ -35,7 +35,8 @@ type NFRouter struct {
 
 // StartNFRouter runs nfrouter in node's namespace with a kubeconfig holding
 // a token of deploy/'s ServiceAccount (ApplyRBAC must have run). extra flags
-// follow the bed's own.
+// follow the bed's own. Starting again on the same node (a restart) reuses the
+// returned handle for the new process.
 func (b *Bed) StartNFRouter(ctx context.Context, node *Node, extra ...string) (*NFRouter, error) {
 	strace, err := exec.LookPath("strace")
 	if err != nil {
