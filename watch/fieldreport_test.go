@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	"github.com/nfrouter/nfrouter/model"
@@ -190,7 +191,7 @@ func TestFieldReportHeadlessChurnCostsTheProxyNothing(t *testing.T) {
 	store := model.NewStore(nil)
 	firewall := newRecorder("firewall", model.KindPods|model.KindNamespaces|model.KindPolicies)
 	proxy := newRecorder("proxy", model.KindServicePorts|model.KindEndpoints|model.KindNodes)
-	health := NewHealth(nil, time.Minute)
+	health := NewHealth(clock.RealClock{}, time.Minute)
 	runner := NewRunner(RunnerConfig{Store: store, Backends: []Backend{firewall, proxy}, MinInterval: 10 * time.Millisecond,
 		Period: time.Hour, Log: discardLogger(), Metrics: metrics, Health: health})
 	feeder := NewFeeder(store, runner.Notify, discardLogger(), metrics, nil)

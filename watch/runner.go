@@ -66,6 +66,7 @@ func NewRunner(cfg RunnerConfig) *Runner {
 	r := &Runner{cfg: cfg, wake: make(chan struct{}, 1)}
 	for _, b := range cfg.Backends {
 		r.states = append(r.states, backendState{Backend: b, needFull: true})
+		cfg.Health.expect(b.Name())
 	}
 	return r
 }

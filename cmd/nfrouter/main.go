@@ -124,7 +124,7 @@ func agent(ctx context.Context, o *options, stdout io.Writer, log *slog.Logger) 
 			}
 		}
 		if o.healthPort != 0 {
-			if err := serveHealth(ctx, o.healthAddr, o.healthPort, health.Check, log); err != nil {
+			if err := serveHealth(ctx, o.healthAddr, o.healthPort, health, log); err != nil {
 				return err
 			}
 		}

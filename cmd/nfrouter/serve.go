@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/nfrouter/nfrouter/watch"
 )
 
 // serveMetrics serves Prometheus metrics from reg until ctx is done.
@@ -21,17 +23,20 @@ func serveMetrics(ctx context.Context, addr string, port uint16, path string, re
 	return serve(ctx, "metrics", net.JoinHostPort(addr, strconv.Itoa(int(port))), mux, log)
 }
 
-// serveHealth serves /healthz: 200 while check passes, 503 with the reason
-// otherwise.
-func serveHealth(ctx context.Context, addr string, port uint16, check func() error, log *slog.Logger) error {
+// serveHealth serves /healthz (liveness: 503 once a backend has failed, or not
+// synced since start, for longer than the sync period) and /readyz (503 until
+// every backend has synced once), each with the reason.
+func serveHealth(ctx context.Context, addr string, port uint16, health *watch.Health, log *slog.Logger) error {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := check(); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
+	for path, check := range map[string]func() error{"/healthz": health.Check, "/readyz": health.Ready} {
+		mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) {
+			if err := check(); err != nil {
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintln(w, "ok")
+		})
+	}
 	return serve(ctx, "health", net.JoinHostPort(addr, strconv.Itoa(int(port))), mux, log)
 }
 
