@@ -25,7 +25,7 @@ VM_CACHE_DIR     ?= $(CACHE_DIR)/vm
 VM_KERNELS       ?= 6.1,6.12
 VM_TEST_PACKAGES ?= ./integration/vmsmoke ./ipvs ./bgp ./nft
 VM_TEST_FLAGS    ?= -test.v
-VM_TIMEOUT       ?= 5m
+VM_TIMEOUT       ?= 12m
 VM_ACCEL         ?= tcg
 
 # Cluster tier (integration/cluster) and the demo: etcd, kube-apiserver and
