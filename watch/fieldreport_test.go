@@ -98,14 +98,21 @@ func (k *kubelet) syncSlice() {
 	}
 }
 
-// start creates a running, ready pod.
-func (k *kubelet) start(i int) *corev1.Pod {
+// create creates pod i, bound to the node and pending.
+func (k *kubelet) create(i int) *corev1.Pod {
 	k.t.Helper()
 	p, err := k.client.CoreV1().Pods(reportNS).Create(k.ctx, reportPod(i), metav1.CreateOptions{})
 	if err != nil {
 		k.t.Fatal(err)
 	}
 	k.writes++
+	return p
+}
+
+// run moves pod i from created to running with its IP (not ready yet): the
+// pending write with the host IP, then the running one.
+func (k *kubelet) run(p *corev1.Pod, i int) *corev1.Pod {
+	k.t.Helper()
 	p = p.DeepCopy()
 	p.Status.HostIP = "192.168.0.1"
 	p = k.updatePod(p)
@@ -114,10 +121,22 @@ func (k *kubelet) start(i int) *corev1.Pod {
 	p = k.updatePod(p)
 	k.ready[podIP(i)] = false
 	k.syncSlice()
+	return p
+}
+
+// markReady sets pod i ready, as the kubelet and then the slice controller do.
+func (k *kubelet) markReady(p *corev1.Pod, i int) *corev1.Pod {
+	k.t.Helper()
 	p = k.setReady(p, true)
 	k.ready[podIP(i)] = true
 	k.syncSlice()
 	return p
+}
+
+// start creates a running, ready pod.
+func (k *kubelet) start(i int) *corev1.Pod {
+	k.t.Helper()
+	return k.markReady(k.run(k.create(i), i), i)
 }
 
 // replace replaces pod old by a new pod with index i: graceful delete,
@@ -128,22 +147,11 @@ func (k *kubelet) replace(old *corev1.Pod, i int) *corev1.Pod {
 	old = old.DeepCopy()
 	old.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
 	old = k.updatePod(old)
-	p, err := k.client.CoreV1().Pods(reportNS).Create(k.ctx, reportPod(i), metav1.CreateOptions{})
-	if err != nil {
-		k.t.Fatal(err)
-	}
-	k.writes++
+	p := k.create(i)
 	old = k.setReady(old, false)
 	k.ready[podIP(indexOf(old))] = false
 	k.syncSlice()
-	p = p.DeepCopy()
-	p.Status.HostIP = "192.168.0.1"
-	p = k.updatePod(p)
-	p = p.DeepCopy()
-	p.Status.Phase, p.Status.PodIP, p.Status.PodIPs = corev1.PodRunning, podIP(i), []corev1.PodIP{{IP: podIP(i)}}
-	p = k.updatePod(p)
-	k.ready[podIP(i)] = false
-	k.syncSlice()
+	p = k.run(p, i)
 	old = old.DeepCopy()
 	old.Status.Phase = corev1.PodSucceeded
 	k.updatePod(old)
@@ -153,10 +161,7 @@ func (k *kubelet) replace(old *corev1.Pod, i int) *corev1.Pod {
 	k.writes++
 	delete(k.ready, podIP(indexOf(old)))
 	k.syncSlice()
-	p = k.setReady(p, true)
-	k.ready[podIP(i)] = true
-	k.syncSlice()
-	return p
+	return k.markReady(p, i)
 }
 
 func indexOf(p *corev1.Pod) int {
