@@ -47,6 +47,11 @@ type Planner struct {
 	podIn map[model.PodKey]map[*sharedSet]struct{}
 	iso   map[model.PodKey]map[model.PolicyKey][]setElem
 	local map[model.PodKey][]setElem
+
+	// fams are the address families the table holds objects for; count
+	// what brings them in the state the table reflects.
+	fams  families
+	count famCount
 }
 
 // sharedSet is a setSpec in use by refs policies, with what each pod brought
@@ -60,7 +65,14 @@ type sharedSet struct {
 // New returns a planner that writes into t and installs the objects every
 // firewall has.
 func New(t *ruleset.Table, cfg Config) *Planner {
-	p := &Planner{cfg: cfg, t: t,
+	p := &Planner{cfg: cfg, t: t}
+	p.init(families{})
+	return p
+}
+
+// init empties the planner's indexes and installs the base objects for fams.
+func (p *Planner) init(fams families) {
+	*p = Planner{cfg: p.cfg, t: p.t, fams: fams,
 		pods: map[model.PodKey]*model.Pod{}, byNS: map[string]map[model.PodKey]*model.Pod{},
 		namespaces: map[string]*model.Namespace{}, plans: map[model.PolicyKey]*policyPlan{},
 		plansByNS: map[string]map[model.PolicyKey]*policyPlan{},
@@ -68,12 +80,22 @@ func New(t *ruleset.Table, cfg Config) *Planner {
 		podIn: map[model.PodKey]map[*sharedSet]struct{}{}, iso: map[model.PodKey]map[model.PolicyKey][]setElem{},
 		local: map[model.PodKey][]setElem{}}
 	p.installBase()
-	return p
+}
+
+// reset removes everything from the table and starts over planning fams.
+func (p *Planner) reset(fams families) {
+	for name := range p.t.Chains {
+		p.t.DeleteChain(name)
+	}
+	for name := range p.t.Sets {
+		p.t.DeleteSet(name)
+	}
+	p.init(fams)
 }
 
 func (p *Planner) installBase() {
 	t := p.t
-	for _, v6 := range []bool{false, true} {
+	for _, v6 := range p.fams.list() {
 		for _, d := range []direction{ingress, egress} {
 			t.PutSet(ruleset.Set{Name: isolatedSet(d, v6), Type: addrType(v6),
 				Comment: "local pods isolated for " + d.long()})
@@ -94,12 +116,12 @@ func (p *Planner) installBase() {
 		}
 		c.Rules = append(c.Rules, ruleset.Rule{Matches: []ruleset.Match{ruleset.CtEstablished{}}, Verdict: ruleset.Accept{}})
 		src := d == egress
-		for _, v6 := range []bool{false, true} {
+		for _, v6 := range p.fams.list() {
 			c.Rules = append(c.Rules, ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrIn{V6: v6, Src: src, Set: isolatedSet(d, v6)}},
 				Verdict: ruleset.Jump{Chain: dispatchChain(d)}})
 		}
 		if p.cfg.DefaultDeny {
-			for _, v6 := range []bool{false, true} {
+			for _, v6 := range p.fams.list() {
 				c.Rules = append(c.Rules, ruleset.Rule{Matches: []ruleset.Match{
 					ruleset.AddrIn{V6: v6, Src: src, Set: localCIDRs(v6)},
 					ruleset.AddrIn{V6: v6, Src: src, Not: true, Set: localPods(v6)},
@@ -122,6 +144,14 @@ type Result struct {
 // otherwise it trusts the keys in ch.
 func (p *Planner) Update(st *model.State, ch *model.Changes) Result {
 	podKeys, nsKeys, polKeys, nodeChanged := p.changedKeys(st, ch)
+	res := Result{Policies: polKeys}
+	if count := p.countAfter(st, podKeys, polKeys, nodeChanged); count.families() != p.fams {
+		// A family comes or goes: its objects appear or vanish everywhere,
+		// so plan the whole state afresh.
+		p.reset(count.families())
+		podKeys, nsKeys, polKeys, nodeChanged = p.changedKeys(st, nil)
+	}
+	p.count = p.countAfter(st, podKeys, polKeys, nodeChanged)
 
 	// Pending pods leave every set and map now and are planned once at the
 	// end, against the final policies: the changed pods and the pods of
@@ -173,7 +203,27 @@ func (p *Planner) Update(st *model.State, ch *model.Changes) Result {
 			p.planPod(pod)
 		}
 	}
-	return Result{Policies: polKeys}
+	return res
+}
+
+// countAfter returns the family count once the given changes are made.
+func (p *Planner) countAfter(st *model.State, pods []model.PodKey, pols []model.PolicyKey, node bool) famCount {
+	c := p.count
+	for _, k := range pods {
+		c.pod(-1, p.pods[k])
+		c.pod(1, st.Pods[k])
+	}
+	for _, k := range pols {
+		if old := p.plans[k]; old != nil {
+			c.policy(-1, old.pol)
+		}
+		c.policy(1, st.Policies[k])
+	}
+	if node {
+		c.node(-1, p.node)
+		c.node(1, st.Nodes[p.cfg.NodeName])
+	}
+	return c
 }
 
 // changedKeys lists what differs between st and what the planner last saw.
@@ -320,7 +370,7 @@ func (p *Planner) replacePolicy(k model.PolicyKey, pol *model.Policy, pending ma
 	old := p.plans[k]
 	var pp *policyPlan
 	if pol != nil {
-		pp = planPolicy(pol)
+		pp = planPolicy(pol, p.fams)
 		for _, spec := range pp.uses {
 			p.acquire(spec, pending)
 		}
@@ -328,7 +378,7 @@ func (p *Planner) replacePolicy(k model.PolicyKey, pol *model.Policy, pending ma
 			p.t.PutChain(c)
 		}
 		for _, d := range pp.isolates() {
-			for _, v6 := range []bool{false, true} {
+			for _, v6 := range p.fams.list() {
 				p.t.PutSet(ruleset.Set{Name: nsIsolatedSet(d, k.Namespace, v6), Type: addrType(v6),
 					Comment: fmt.Sprintf("local pods of namespace %s isolated for %s", k.Namespace, d.long())})
 			}
@@ -457,7 +507,7 @@ func (p *Planner) planNamespaceChains(ns string) {
 			if len(rules) == 0 {
 				continue // isolates, allows nothing
 			}
-			for _, v6 := range []bool{false, true} {
+			for _, v6 := range p.fams.list() {
 				c.Rules = append(c.Rules, ruleset.Rule{
 					Matches: []ruleset.Match{ruleset.AddrIn{V6: v6, Src: d == egress, Set: p.plans[k].target.names[idx(v6)]}},
 					Verdict: ruleset.Jump{Chain: policyChain(d, k)}})
@@ -465,7 +515,7 @@ func (p *Planner) planNamespaceChains(ns string) {
 		}
 		if !isolated {
 			p.t.DeleteChain(c.Name)
-			for _, v6 := range []bool{false, true} {
+			for _, v6 := range p.fams.list() {
 				p.t.DeleteSet(nsIsolatedSet(d, ns, v6))
 			}
 			continue
@@ -493,7 +543,7 @@ func (p *Planner) planDispatch() {
 			}) {
 				continue
 			}
-			for _, v6 := range []bool{false, true} {
+			for _, v6 := range p.fams.list() {
 				c.Rules = append(c.Rules, ruleset.Rule{
 					Matches: []ruleset.Match{ruleset.AddrIn{V6: v6, Src: d == egress, Set: nsIsolatedSet(d, ns, v6)}},
 					Verdict: ruleset.Jump{Chain: nsChain(d, ns)}})
@@ -525,7 +575,7 @@ func (p *Planner) planLocalCIDRs() {
 	if !p.cfg.DefaultDeny {
 		return
 	}
-	for _, v6 := range []bool{false, true} {
+	for _, v6 := range p.fams.list() {
 		s := p.t.Sets[localCIDRs(v6)]
 		for _, e := range ruleset.SortedElements(s) {
 			p.t.RemoveElement(s.Name, e)

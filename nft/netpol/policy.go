@@ -34,7 +34,7 @@ func idx(v6 bool) int {
 	return 0
 }
 
-func planPolicy(pol *model.Policy) *policyPlan {
+func planPolicy(pol *model.Policy, fams families) *policyPlan {
 	k := pol.Key()
 	pp := &policyPlan{pol: pol}
 	seen := map[string]bool{}
@@ -55,11 +55,11 @@ func planPolicy(pol *model.Policy) *policyPlan {
 			continue
 		}
 		if pp.target == nil {
-			pp.target = use(podsSpec(pol.Namespace, []model.Peer{{PodSelector: &pol.PodSelector}}))
+			pp.target = use(podsSpec(pol.Namespace, []model.Peer{{PodSelector: &pol.PodSelector}}, fams))
 		}
 		ch := &ruleset.Chain{Name: policyChain(d, k), Comment: fmt.Sprintf("netpol %s %s", k, d.long())}
 		for _, r := range rules {
-			ch.Rules = append(ch.Rules, ruleRules(d, pol.Namespace, r, use)...)
+			ch.Rules = append(ch.Rules, ruleRules(d, pol.Namespace, r, fams, use)...)
 		}
 		pp.chains = append(pp.chains, ch)
 	}
@@ -74,13 +74,13 @@ type term struct {
 }
 
 // ruleRules renders one policy rule: an accept rule per (peer term, port term)
-// pair of the same family. use registers the shared sets it refers to.
+// pair of the same family, for the families planned. use registers the shared sets it refers to.
 //
 // Named ports resolve on the destination pod. Their set holds the named ports
 // of every pod; the other half of the rule already restricts the destination
 // (the policy's target for ingress, the peer for egress), so the conjunction
 // allows exactly the ports of the pods the rule is about.
-func ruleRules(d direction, policyNS string, r model.PolicyRule, use func(*setSpec) *setSpec) []ruleset.Rule {
+func ruleRules(d direction, policyNS string, r model.PolicyRule, fams families, use func(*setSpec) *setSpec) []ruleset.Rule {
 	src := d == ingress // the peer is the source of ingress traffic
 	var peers []term
 	if len(r.Peers) == 0 {
@@ -98,12 +98,12 @@ func ruleRules(d direction, policyNS string, r model.PolicyRule, use func(*setSp
 		selPeers = append(selPeers, p)
 	}
 	if len(selPeers) > 0 {
-		s := use(podsSpec(policyNS, selPeers))
-		for _, v6 := range []bool{false, true} {
+		s := use(podsSpec(policyNS, selPeers, fams))
+		for _, v6 := range fams.list() {
 			peers = append(peers, term{ruleset.AddrIn{V6: v6, Src: src, Set: s.names[idx(v6)]}, famOf(v6)})
 		}
 	}
-	for _, v6 := range []bool{false, true} {
+	for _, v6 := range fams.list() {
 		var mine []ruleset.Element
 		for _, e := range cidrs {
 			if e.Addr.Is6() == v6 {
@@ -132,8 +132,8 @@ func ruleRules(d direction, policyNS string, r model.PolicyRule, use func(*setSp
 		}
 	}
 	if len(named) > 0 {
-		s := use(portsSpec(named))
-		for _, v6 := range []bool{false, true} {
+		s := use(portsSpec(named, fams))
+		for _, v6 := range fams.list() {
 			ports = append(ports, term{ruleset.DestPortIn{V6: v6, Set: s.names[idx(v6)]}, famOf(v6)})
 		}
 	}

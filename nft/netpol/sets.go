@@ -42,8 +42,8 @@ type setSpec struct {
 }
 
 // podsSpec is the set of pods that any of peers (selector peers of a policy
-// in namespace policyNS) selects.
-func podsSpec(policyNS string, peers []model.Peer) *setSpec {
+// in namespace policyNS) selects, with a set for each of fams.
+func podsSpec(policyNS string, peers []model.Peer, fams families) *setSpec {
 	s := &setSpec{kind: podsSet, peers: peers, policyNS: policyNS, ns: policyNS}
 	var keys, descs []string
 	for _, p := range peers {
@@ -69,7 +69,7 @@ func podsSpec(policyNS string, peers []model.Peer) *setSpec {
 	slices.Sort(descs)
 	descs = slices.Compact(descs)
 	s.key = "pods " + strings.Join(keys, " ")
-	for _, v6 := range []bool{false, true} {
+	for _, v6 := range fams.list() {
 		s.names[idx(v6)] = podsSetName(s.ns, s.key, v6)
 	}
 	s.comment = comment(strings.Join(descs, "; "))
@@ -85,8 +85,9 @@ func selString(s *model.Selector) string {
 	return s.String()
 }
 
-// portsSpec is the set of named ports of all pods for the given names.
-func portsSpec(named []model.PolicyPort) *setSpec {
+// portsSpec is the set of named ports of all pods for the given names, with a
+// set for each of fams.
+func portsSpec(named []model.PolicyPort, fams families) *setSpec {
 	named = slices.Clone(named)
 	slices.SortFunc(named, func(a, b model.PolicyPort) int {
 		if c := strings.Compare(a.Name, b.Name); c != 0 {
@@ -100,7 +101,7 @@ func portsSpec(named []model.PolicyPort) *setSpec {
 		parts = append(parts, po.Name+"."+strings.ToLower(po.Protocol.String()))
 	}
 	s := &setSpec{kind: portsSet, named: named, key: "ports " + strings.Join(parts, "/")}
-	for _, v6 := range []bool{false, true} {
+	for _, v6 := range fams.list() {
 		s.names[idx(v6)] = portsSetName(parts, v6)
 	}
 	s.comment = comment("named ports " + strings.Join(parts, ", ") + " of all pods")

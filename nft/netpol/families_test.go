@@ -1,0 +1,65 @@
+package netpol
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nfrouter/nfrouter/model"
+	"github.com/nfrouter/nfrouter/nft/ruleset"
+)
+
+// TestFamiliesFollowAddresses plans an IPv4-only version of the ipblock and
+// default-deny fixtures, which must hold no IPv6 set or rule, then brings the
+// IPv6 addresses back incrementally and expects the full dual-stack plan;
+// and back again.
+func TestFamiliesFollowAddresses(t *testing.T) {
+	for _, name := range []string{"ipblock.yaml", "default-deny.yaml", "ports.yaml"} {
+		t.Run(strings.TrimSuffix(name, ".yaml"), func(t *testing.T) {
+			dual := load(t, name)
+			v4 := dual.Clone()
+			for k, pod := range v4.Pods {
+				q := *pod
+				q.IPs = slices.DeleteFunc(slices.Clone(q.IPs), netip.Addr.Is6)
+				v4.Pods[k] = &q
+			}
+			for k, n := range v4.Nodes {
+				q := *n
+				q.PodCIDRs = slices.DeleteFunc(slices.Clone(q.PodCIDRs), func(p netip.Prefix) bool { return p.Addr().Is6() })
+				v4.Nodes[k] = &q
+			}
+			for k, pol := range v4.Policies {
+				if hasV6Block(pol) {
+					delete(v4.Policies, k)
+				}
+			}
+			cfg := Config{NodeName: "node-a", DefaultDeny: true}
+			tab, p := plan(v4.State, cfg)
+			for _, s := range tab.Sets {
+				if s.Type == ruleset.Addr6 || s.Type == ruleset.AddrProtoPort6 {
+					t.Errorf("IPv4-only state has IPv6 set %s", s.Name)
+				}
+			}
+			if text := render(t, tab); strings.Contains(text, "ip6 ") {
+				t.Errorf("IPv4-only state has IPv6 rules:\n%s", text)
+			}
+			for _, step := range []struct {
+				name string
+				st   *model.State
+			}{{"dual-stack", dual.State}, {"IPv4 again", v4.State}} {
+				p.Update(step.st, nil)
+				want, _ := plan(step.st, cfg)
+				if got, w := render(t, tab), render(t, want); got != w {
+					t.Fatalf("%s: incremental plan differs from full plan:\n--- incremental\n%s\n--- full\n%s", step.name, got, w)
+				}
+			}
+		})
+	}
+}
+
+func hasV6Block(pol *model.Policy) bool {
+	var c famCount
+	c.policy(1, pol)
+	return c[1] > 0
+}
