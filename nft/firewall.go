@@ -47,6 +47,7 @@ type Firewall struct {
 	needFull bool
 	reported map[model.PolicyKey]string // compile errors already reported
 	last     Stats
+	noBridge bool // br_netfilter absence already logged
 }
 
 // NewFirewall opens the netlink socket and returns a firewall that programs
@@ -103,6 +104,14 @@ func (f *Firewall) Sync(ctx context.Context, state *model.State, changes *model.
 		f.needFull = true
 		return fmt.Errorf("firewall: %w", err)
 	}
+	if full {
+		// Checked on every full sync (first, periodic, after a failure):
+		// br_netfilter may be loaded, or a sysctl reset, after we start.
+		if err := f.ensureBridgeNF(ctx); err != nil {
+			f.needFull = true
+			return fmt.Errorf("firewall: %w", err)
+		}
+	}
 	f.needFull = false
 	if stats.Messages > 0 {
 		lvl := slog.LevelDebug
@@ -113,6 +122,28 @@ func (f *Firewall) Sync(ctx context.Context, state *model.State, changes *model.
 			"elements_added", stats.ElementsAdded, "elements_removed", stats.ElementsRemoved,
 			"chains_rewritten", stats.ChainsRewritten, "policies_changed", len(res.Policies),
 			"duration", time.Since(start))
+	}
+	return nil
+}
+
+// ensureBridgeNF makes bridged pod traffic pass the policy chains (see
+// bridgenf.go), logging each sysctl it changes and, once, br_netfilter's
+// absence.
+func (f *Firewall) ensureBridgeNF(ctx context.Context) error {
+	changed, err := ensureBridgeNF(f.cfg.NetNSFd)
+	if errors.Is(err, errNoBridgeNF) {
+		if !f.noBridge {
+			f.log.InfoContext(ctx, "br_netfilter not loaded; pods on a bridge would bypass network policies", "error", err)
+		}
+		f.noBridge = true
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("enable br_netfilter for bridged pods: %w", err)
+	}
+	f.noBridge = false
+	for _, s := range changed {
+		f.log.InfoContext(ctx, "set sysctl so that bridged pod traffic passes network policies", "sysctl", s, "value", 1)
 	}
 	return nil
 }

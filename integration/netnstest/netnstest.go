@@ -1,7 +1,11 @@
-// Package netnstest builds the routed-CNI layout in network namespaces for
-// kernel-tier tests: a node namespace, and pod namespaces each joined to it by
-// a veth pair, with /32 (/128) routes to the pods on the node side and a
-// default route to a link-local gateway on the pod side (Calico's layout).
+// Package netnstest builds CNI layouts in network namespaces for kernel-tier
+// tests: a node namespace, and pod namespaces each joined to it by a veth
+// pair. The default is the routed layout: /32 (/128) routes to the pods on
+// the node side and a default route to a link-local gateway on the pod side
+// (Calico's layout). NewBridgeNode builds the bridge layout instead: the
+// node-side veths are ports of a bridge named kube-bridge that holds the
+// gateway address of each pod CIDR, and pods are addressed inside the CIDRs
+// (kube-router's and the bridge plugin's layout).
 // Everything is made by the test, torn down when it ends, and works the same
 // on the host and in the VM tier (it uses netlink only, no tools).
 package netnstest
@@ -28,12 +32,18 @@ var (
 	Gateway6 = netip.MustParseAddr("fe80::1")
 )
 
+// BridgeName is the bridge of the bridge layout, named as kube-router names it.
+const BridgeName = "kube-bridge"
+
 // Node is a node namespace.
 type Node struct {
 	t      testing.TB
 	NS     netns.NsHandle
 	h      *netlink.Handle
 	nextIf int
+	// bridge and cidrs are set in the bridge layout only.
+	bridge netlink.Link
+	cidrs  []netip.Prefix
 }
 
 // Pod is a pod namespace attached to a node.
@@ -77,8 +87,49 @@ func NewNode(t testing.TB) *Node {
 	return n
 }
 
-// AddPod makes a pod namespace with the given addresses, routed through the node.
+// NewBridgeNode makes a node namespace in the bridge layout: a bridge named
+// kube-bridge, up, holding the first address of each pod CIDR as the pods'
+// gateway. Pods added to it must have addresses inside the CIDRs.
+func NewBridgeNode(t testing.TB, cidrs ...netip.Prefix) *Node {
+	t.Helper()
+	n := NewNode(t)
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: BridgeName}}
+	if err := n.h.LinkAdd(br); err != nil {
+		t.Fatalf("add bridge %s: %v", BridgeName, err)
+	}
+	link, err := n.h.LinkByName(BridgeName)
+	if err != nil {
+		t.Fatalf("bridge %s: %v", BridgeName, err)
+	}
+	for _, c := range cidrs {
+		c = c.Masked()
+		if err := n.h.AddrAdd(link, addr(c.Addr().Next(), c.Bits())); err != nil {
+			t.Fatalf("bridge %s: gateway of %s: %v", BridgeName, c, err)
+		}
+	}
+	if err := n.h.LinkSetUp(link); err != nil {
+		t.Fatalf("bridge %s up: %v", BridgeName, err)
+	}
+	n.bridge, n.cidrs = link, cidrs
+	return n
+}
+
+// cidrOf returns the pod CIDR of the bridge layout that holds ip.
+func (n *Node) cidrOf(ip netip.Addr) (netip.Prefix, bool) {
+	for _, c := range n.cidrs {
+		if c.Contains(ip) {
+			return c.Masked(), true
+		}
+	}
+	return netip.Prefix{}, false
+}
+
+// AddPod makes a pod namespace with the given addresses, routed through the
+// node or, in the bridge layout, on its bridge.
 func (n *Node) AddPod(name string, ips ...netip.Addr) *Pod {
+	if n.bridge != nil {
+		return n.addBridgedPod(name, ips)
+	}
 	t := n.t
 	t.Helper()
 	pns := kerneltest.NewNetNS(t)
@@ -118,6 +169,47 @@ func (n *Node) AddPod(name string, ips ...netip.Addr) *Pod {
 		Dst: &net.IPNet{IP: net.IPv4zero, Mask: net.CIDRMask(0, 32)}}))
 	must("pod default route v6", ph.RouteAdd(&netlink.Route{LinkIndex: idx, Gw: net.IP(Gateway6.AsSlice()),
 		Dst: &net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}}))
+	return p
+}
+
+// addBridgedPod makes a pod whose veth is a port of the node's bridge, with
+// its addresses inside the pod CIDRs and default routes to their gateways.
+func (n *Node) addBridgedPod(name string, ips []netip.Addr) *Pod {
+	t := n.t
+	t.Helper()
+	must := func(what string, err error) {
+		if err != nil {
+			t.Fatalf("pod %s: %s: %v", name, what, err)
+		}
+	}
+	pns := kerneltest.NewNetNS(t)
+	n.nextIf++
+	p := &Pod{Name: name, NS: pns, IPs: ips, Veth: fmt.Sprintf("veth%d", n.nextIf)}
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: p.Veth, MasterIndex: n.bridge.Attrs().Index},
+		PeerName: "eth0", PeerNamespace: netlink.NsFd(int(pns))}
+	must("add veth", n.h.LinkAdd(veth))
+	host, err := n.h.LinkByName(p.Veth)
+	must("node veth", err)
+	must("node veth up", n.h.LinkSetUp(host))
+	ph, err := netlink.NewHandleAt(pns)
+	must("netlink handle in pod namespace", err)
+	defer ph.Close()
+	eth, err := ph.LinkByName("eth0")
+	must("pod eth0", err)
+	var cidrs []netip.Prefix
+	for _, ip := range ips {
+		c, ok := n.cidrOf(ip)
+		if !ok {
+			t.Fatalf("pod %s: address %s is in no pod CIDR of the bridge (%v)", name, ip, n.cidrs)
+		}
+		must("pod address", ph.AddrAdd(eth, addr(ip, c.Bits())))
+		cidrs = append(cidrs, c)
+	}
+	must("pod eth0 up", ph.LinkSetUp(eth))
+	for _, c := range cidrs {
+		must("pod default route", ph.RouteAdd(&netlink.Route{LinkIndex: eth.Attrs().Index, Gw: net.IP(c.Addr().Next().AsSlice()),
+			Dst: &net.IPNet{IP: make(net.IP, c.Addr().BitLen()/8), Mask: net.CIDRMask(0, c.Addr().BitLen())}}))
+	}
 	return p
 }
 

@@ -9,6 +9,8 @@
 //	pod-egress   base chain, hook forward, priority filter - 1
 //	pod-ingress  base chain, hook forward, priority filter
 //	  ct state established,related accept
+//	  icmpv6 type nd-neighbor-solicit accept      (when IPv6 is planned:
+//	  icmpv6 type nd-neighbor-advert accept        pods on a bridge, see below)
 //	  ip daddr @isolated-in-v4 jump dispatch-in   (pod-egress: saddr, -out-)
 //	  ip6 daddr @isolated-in-v6 jump dispatch-in
 //	  [--netpol-default-deny] ip saddr @local-cidrs-v4 ip saddr != @local-pods-v4 jump deny
@@ -59,6 +61,12 @@
 //     hook and is never filtered; traffic from a pod to its node is allowed too,
 //     as Kubernetes documents. hostNetwork pods are not in the model at all.
 //   - Replies pass via conntrack before any policy is looked at.
+//   - IPv6 neighbour discovery is always accepted. Routed pods only ever
+//     solicit the node, but pods on a bridge solicit each other, and with
+//     br_netfilter those messages pass the forward hook untracked (conntrack
+//     leaves NS/NA alone), so the conntrack rule cannot let them through; an
+//     isolated pod whose neighbour confirmation is dropped loses connections
+//     its policies allow.
 //   - A policy with Err isolates its targets with no rule allowing anything.
 //
 // Names longer than nftables allows are shortened with a hash; comments carry

@@ -115,6 +115,15 @@ func (p *Planner) installBase() {
 				Base: &ruleset.Hook{Hook: "forward", Type: "filter"}}
 		}
 		c.Rules = append(c.Rules, ruleset.Rule{Matches: []ruleset.Match{ruleset.CtEstablished{}}, Verdict: ruleset.Accept{}})
+		if p.fams[idx(true)] {
+			// Neighbour discovery between pods on one bridge passes the
+			// forward hook (br_netfilter) untracked, so the rule above
+			// misses it; without it an isolated pod cannot confirm a
+			// neighbour and its allowed connections stall.
+			for _, nd := range []ruleset.ICMPv6Type{{Type: 135, Name: "nd-neighbor-solicit"}, {Type: 136, Name: "nd-neighbor-advert"}} {
+				c.Rules = append(c.Rules, ruleset.Rule{Matches: []ruleset.Match{nd}, Verdict: ruleset.Accept{}})
+			}
+		}
 		src := d == egress
 		for _, v6 := range p.fams.list() {
 			c.Rules = append(c.Rules, ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrIn{V6: v6, Src: src, Set: isolatedSet(d, v6)}},

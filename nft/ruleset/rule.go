@@ -183,6 +183,21 @@ func (m DestPortIn) compile(c *compiler) {
 		&expr.Lookup{SourceRegister: 1, SetName: m.Set})
 }
 
+// ICMPv6Type matches an ICMPv6 message type; Name is how nft prints it
+// (nd-neighbor-solicit for 135, nd-neighbor-advert for 136).
+type ICMPv6Type struct {
+	Type uint8
+	Name string
+}
+
+func (m ICMPv6Type) text() string { return "icmpv6 type " + m.Name }
+func (m ICMPv6Type) compile(c *compiler) {
+	c.family(true)
+	L4Proto{unix.IPPROTO_ICMPV6}.compile(c)
+	c.add(&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{m.Type}})
+}
+
 // LogLimited sends packets to nflog group Group, at most 10 a minute with a
 // burst of 10, as kube-router's NFLOG rule does.
 type LogLimited struct{ Group uint16 }
