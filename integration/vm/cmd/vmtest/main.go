@@ -124,8 +124,12 @@ func run(log *slog.Logger) error {
 			log.Info("ok", "package", pkg.ImportPath, "kernel", k.String(), "elapsed", res.Elapsed.Round(time.Millisecond))
 		}
 	}
+	// A plain closing line, so that whoever reads only the end of the output
+	// (a CI summary) sees the count of guest runs.
+	runs := len(c.packages) * len(kernels)
+	fmt.Printf("vmtest: %d passed, %d failed\n", runs-len(failed), len(failed))
 	if len(failed) > 0 {
-		return fmt.Errorf("%d of %d runs failed: %s", len(failed), len(c.packages)*len(kernels), strings.Join(failed, ", "))
+		return fmt.Errorf("%d of %d runs failed: %s", len(failed), runs, strings.Join(failed, ", "))
 	}
 	return nil
 }
