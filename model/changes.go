@@ -1,9 +1,6 @@
 package model
 
-import (
-	"maps"
-	"time"
-)
+import "time"
 
 // KeySet is a set of keys of one kind.
 type KeySet[K comparable] map[K]struct{}
@@ -48,30 +45,6 @@ func (c *Changes) Len() int {
 
 // Empty reports whether nothing changed and no full sync is asked for.
 func (c *Changes) Empty() bool { return !c.Full && c.Len() == 0 }
-
-// Merge adds o's keys to c, so that a backend that missed a sync can catch up.
-func (c *Changes) Merge(o *Changes) {
-	c.Full = c.Full || o.Full
-	mergeSet(&c.Pods, o.Pods)
-	mergeSet(&c.Namespaces, o.Namespaces)
-	mergeSet(&c.Policies, o.Policies)
-	mergeSet(&c.ServicePorts, o.ServicePorts)
-	mergeSet(&c.Endpoints, o.Endpoints)
-	mergeSet(&c.Nodes, o.Nodes)
-	if c.Since.IsZero() || (!o.Since.IsZero() && o.Since.Before(c.Since)) {
-		c.Since = o.Since
-	}
-}
-
-func mergeSet[K comparable](dst *KeySet[K], src KeySet[K]) {
-	if len(src) == 0 {
-		return
-	}
-	if *dst == nil {
-		*dst = make(KeySet[K], len(src))
-	}
-	maps.Copy(*dst, src)
-}
 
 // Kinds is a set of object kinds, for a backend to say which changes it reads.
 type Kinds uint8
