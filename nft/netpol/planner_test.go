@@ -94,18 +94,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 	// Merge everything into one universe, then take random subsets of it.
 	universe := fixture.New()
 	for _, s := range all {
-		for k, v := range s.Pods {
-			universe.Pods[k] = v
-		}
-		for k, v := range s.Namespaces {
-			universe.Namespaces[k] = v
-		}
-		for k, v := range s.Policies {
-			universe.Policies[k] = v
-		}
-		for k, v := range s.Nodes {
-			universe.Nodes[k] = v
-		}
+		universe.Add(s)
 	}
 	relabeled := map[model.PodKey]*model.Pod{}
 	for k, p := range universe.Pods {
