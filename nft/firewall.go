@@ -4,12 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"sync"
-	"time"
 
-	"github.com/google/nftables"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nfrouter/nfrouter/model"
@@ -28,31 +24,23 @@ type FirewallConfig struct {
 	Logger      *slog.Logger          // nil: slog.Default()
 	Registerer  prometheus.Registerer // nil: no metrics
 	Events      EventRecorder         // nil: no Kubernetes events
-	// NetNSFd is an open network namespace to program; 0 means the current
-	// one. Tests use it.
+	// NetNSFd is the network namespace the table is programmed into (0: the
+	// current one): the firewall sets its br_netfilter sysctls.
 	NetNSFd int
 }
 
-// Firewall is the NetworkPolicy backend: it implements watch.Backend.
+// Firewall is the NetworkPolicy part of the table.
 type Firewall struct {
-	cfg     FirewallConfig
-	log     *slog.Logger
-	metrics *metrics
-
-	// mu serializes Sync and guards the fields below.
-	mu       sync.Mutex
-	table    *ruleset.Table
-	planner  *netpol.Planner
-	applier  *applier
-	needFull bool
-	reported map[model.PolicyKey]string // compile errors already reported
-	last     Stats
-	noBridge bool // br_netfilter absence already logged
+	cfg          FirewallConfig
+	log          *slog.Logger
+	planner      *netpol.Planner
+	policyErrors prometheus.Gauge
+	reported     map[model.PolicyKey]string // compile errors already reported
+	noBridge     bool                       // br_netfilter absence already logged
 }
 
-// NewFirewall opens the netlink socket and returns a firewall that programs
-// nothing until the first Sync.
-func NewFirewall(cfg FirewallConfig) (*Firewall, error) {
+// NewFirewall returns the firewall part, writing into t.
+func NewFirewall(t *ruleset.Table, cfg FirewallConfig) (*Firewall, error) {
 	if cfg.NodeName == "" {
 		return nil, errors.New("firewall: node name is required")
 	}
@@ -60,70 +48,41 @@ func NewFirewall(cfg FirewallConfig) (*Firewall, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	m, err := newMetrics(cfg.Registerer)
-	if err != nil {
-		return nil, fmt.Errorf("firewall: register metrics: %w", err)
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "nfrouter", Subsystem: "firewall",
+		Name: "policies_failed_closed", Help: "Network policies that could not be compiled and isolate their pods."})
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(g); err != nil {
+			return nil, fmt.Errorf("firewall: register metrics: %w", err)
+		}
 	}
-	a, err := newApplier(nftables.TableFamilyINet, netpol.Table, cfg.NetNSFd)
-	if err != nil {
-		return nil, fmt.Errorf("firewall: %w", err)
-	}
-	t := ruleset.NewTable(netpol.Family, netpol.Table)
-	return &Firewall{cfg: cfg, log: log.With("backend", "firewall"), metrics: m, table: t,
-		planner: netpol.New(t, netpol.Config{NodeName: cfg.NodeName, DefaultDeny: cfg.DefaultDeny}),
-		applier: a, needFull: true, reported: map[model.PolicyKey]string{}}, nil
+	return &Firewall{cfg: cfg, log: log.With("part", "firewall"), policyErrors: g,
+		planner:  netpol.New(t, netpol.Config{NodeName: cfg.NodeName, DefaultDeny: cfg.DefaultDeny}),
+		reported: map[model.PolicyKey]string{}}, nil
 }
 
-// Name implements watch.Backend.
+// Name implements Part.
 func (f *Firewall) Name() string { return "firewall" }
 
-// Kinds implements watch.Backend: the firewall reads pods, namespaces,
-// policies and nodes (for the pod CIDRs of --netpol-default-deny).
+// Kinds implements Part: the firewall reads pods, namespaces, policies and
+// nodes (for the pod CIDRs of --netpol-default-deny).
 func (f *Firewall) Kinds() model.Kinds {
 	return model.KindPods | model.KindNamespaces | model.KindPolicies | model.KindNodes
 }
 
-// Sync implements watch.Backend. An incremental sync with nothing to change
-// sends nothing to the kernel; a full sync (first, periodic, after a failure)
-// reads our table back and repairs what differs.
-func (f *Firewall) Sync(ctx context.Context, state *model.State, changes *model.Changes) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	start := time.Now()
-	full := f.needFull || changes == nil || changes.Full
-	if full {
-		changes = &model.Changes{Full: true}
-	}
+// Plan implements Part.
+func (f *Firewall) Plan(ctx context.Context, state *model.State, changes *model.Changes) {
 	res := f.planner.Update(state, changes)
-	f.reportPolicies(state, res.Policies)
-	stats, err := f.applier.apply(f.table, full)
-	f.metrics.observe(stats, err)
-	f.metrics.syncDuration.Observe(time.Since(start).Seconds())
-	f.last = stats
-	if err != nil {
-		f.needFull = true
-		return fmt.Errorf("firewall: %w", err)
+	f.reportPolicies(ctx, state, res.Policies)
+}
+
+// Applied implements Applied: on every full sync (first, periodic, after a
+// failure) it checks the br_netfilter sysctls, since the module may be
+// loaded, or a sysctl reset, after we start.
+func (f *Firewall) Applied(ctx context.Context, full bool) error {
+	if !full {
+		return nil
 	}
-	if full {
-		// Checked on every full sync (first, periodic, after a failure):
-		// br_netfilter may be loaded, or a sysctl reset, after we start.
-		if err := f.ensureBridgeNF(ctx); err != nil {
-			f.needFull = true
-			return fmt.Errorf("firewall: %w", err)
-		}
-	}
-	f.needFull = false
-	if stats.Messages > 0 {
-		lvl := slog.LevelDebug
-		if full || stats.ChainsRewritten > 0 || len(res.Policies) > 0 {
-			lvl = slog.LevelInfo
-		}
-		f.log.Log(ctx, lvl, "programmed firewall", "full", full, "messages", stats.Messages, "bytes", stats.Bytes,
-			"elements_added", stats.ElementsAdded, "elements_removed", stats.ElementsRemoved,
-			"chains_rewritten", stats.ChainsRewritten, "policies_changed", len(res.Policies),
-			"duration", time.Since(start))
-	}
-	return nil
+	return f.ensureBridgeNF(ctx)
 }
 
 // ensureBridgeNF makes bridged pod traffic pass the policy chains (see
@@ -148,24 +107,14 @@ func (f *Firewall) ensureBridgeNF(ctx context.Context) error {
 	return nil
 }
 
-// LastStats returns the statistics of the last transaction Sync attempted.
-func (f *Firewall) LastStats() Stats {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.last
-}
-
-// Close closes the netlink socket; the programmed table stays.
-func (f *Firewall) Close() error { return f.applier.close() }
-
 // reportPolicies logs and records an event for each changed policy that
 // fails closed, once per distinct error.
-func (f *Firewall) reportPolicies(state *model.State, keys []model.PolicyKey) {
+func (f *Firewall) reportPolicies(ctx context.Context, state *model.State, keys []model.PolicyKey) {
 	for _, k := range keys {
 		pol := state.Policies[k]
 		if pol == nil || pol.Err == "" {
 			if _, ok := f.reported[k]; ok && pol != nil {
-				f.log.Info("network policy compiles again", "policy", k.String())
+				f.log.InfoContext(ctx, "network policy compiles again", "policy", k.String())
 			}
 			delete(f.reported, k)
 			continue
@@ -174,19 +123,11 @@ func (f *Firewall) reportPolicies(state *model.State, keys []model.PolicyKey) {
 			continue
 		}
 		f.reported[k] = pol.Err
-		f.log.Warn("network policy cannot be compiled; isolating the pods it selects", "policy", k.String(), "error", pol.Err)
+		f.log.WarnContext(ctx, "network policy cannot be compiled; isolating the pods it selects", "policy", k.String(), "error", pol.Err)
 		if f.cfg.Events != nil {
 			f.cfg.Events.PolicyEvent(k, "Warning", "PolicyFailedClosed",
 				"nfrouter cannot compile this policy and isolates the pods it selects: "+pol.Err)
 		}
 	}
-	f.metrics.policyErrors.Set(float64(len(f.reported)))
-}
-
-// RenderFirewall writes the ruleset the firewall would program for state, in
-// nft syntax, touching nothing (--dry-run). The output loads with `nft -f`.
-func RenderFirewall(w io.Writer, state *model.State, cfg FirewallConfig) error {
-	t := ruleset.NewTable(netpol.Family, netpol.Table)
-	netpol.New(t, netpol.Config{NodeName: cfg.NodeName, DefaultDeny: cfg.DefaultDeny}).Update(state, &model.Changes{Full: true})
-	return ruleset.Render(w, t)
+	f.policyErrors.Set(float64(len(f.reported)))
 }

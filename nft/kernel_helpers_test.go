@@ -11,20 +11,52 @@ import (
 
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
 	"github.com/nfrouter/nfrouter/model"
+	"github.com/nfrouter/nfrouter/nft/ruleset"
 )
 
-// newFirewallIn returns a firewall programming namespace ns.
-func newFirewallIn(t testing.TB, ns netns.NsHandle, defaultDeny bool) *Firewall {
+// newFirewallIn returns a backend with only the firewall part, programming
+// namespace ns.
+func newFirewallIn(t testing.TB, ns netns.NsHandle, defaultDeny bool) *Backend {
 	t.Helper()
-	f, err := NewFirewall(FirewallConfig{NodeName: "node-a", DefaultDeny: defaultDeny, NetNSFd: int(ns)})
+	return newBackendIn(t, ns, func(tbl *ruleset.Table) Part {
+		f, err := NewFirewall(tbl, FirewallConfig{NodeName: "node-a", DefaultDeny: defaultDeny, NetNSFd: int(ns)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	})
+}
+
+// newBackendIn returns a backend programming namespace ns with the parts
+// newParts makes.
+func newBackendIn(t testing.TB, ns netns.NsHandle, newParts ...func(*ruleset.Table) Part) *Backend {
+	t.Helper()
+	b, err := New(Config{NetNSFd: int(ns)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.Close() })
-	return f
+	t.Cleanup(func() { b.Close() })
+	for _, np := range newParts {
+		b.Add(np(b.Table()))
+	}
+	return b
 }
 
-func syncOK(t testing.TB, f *Firewall, st *model.State, ch *model.Changes) Stats {
+// renderFirewall renders what the firewall alone plans for st.
+func renderFirewall(t testing.TB, st *model.State, cfg FirewallConfig) string {
+	t.Helper()
+	var b bytes.Buffer
+	err := Render(t.Context(), &b, st, func(tbl *ruleset.Table) ([]Part, error) {
+		f, err := NewFirewall(tbl, cfg)
+		return []Part{f}, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func syncOK(t testing.TB, f *Backend, st *model.State, ch *model.Changes) Stats {
 	t.Helper()
 	if err := f.Sync(t.Context(), st, ch); err != nil {
 		t.Fatalf("sync: %v", err)

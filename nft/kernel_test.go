@@ -1,7 +1,6 @@
 package nft
 
 import (
-	"bytes"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -63,13 +62,10 @@ func TestKernelProgramsWhatDryRunPrints(t *testing.T) {
 			if s := syncOK(t, f, st.State, &model.Changes{}); s.Messages != 0 {
 				t.Errorf("empty incremental sync sent %d messages, want 0", s.Messages)
 			}
-			var want bytes.Buffer
-			if err := RenderFirewall(&want, st.State, FirewallConfig{NodeName: "node-a", DefaultDeny: dd}); err != nil {
-				t.Fatal(err)
-			}
+			want := renderFirewall(t, st.State, FirewallConfig{NodeName: "node-a", DefaultDeny: dd})
 			listed := nftIn(t, ns, "", "list", "ruleset")
-			if normalize(listed) != normalize(want.String()) {
-				t.Errorf("kernel listing differs from dry run:\n--- nft list ruleset\n%s\n--- dry run\n%s", listed, want.String())
+			if normalize(listed) != normalize(want) {
+				t.Errorf("kernel listing differs from dry run:\n--- nft list ruleset\n%s\n--- dry run\n%s", listed, want)
 			}
 			nftIn(t, kerneltest.NewNetNS(t), listed, "-c", "-f", "-")
 		})
@@ -95,8 +91,7 @@ func TestKernelDriftRepair(t *testing.T) {
 	}
 	f := newFirewallIn(t, ns, false)
 	syncOK(t, f, st.State, &model.Changes{Full: true})
-	var want bytes.Buffer
-	RenderFirewall(&want, st.State, FirewallConfig{NodeName: "node-a"})
+	want := renderFirewall(t, st.State, FirewallConfig{NodeName: "node-a"})
 
 	tbl := &nftables.Table{Family: nftables.TableFamilyINet, Name: "nfrouter"}
 	damage := map[string]func() error{
@@ -139,8 +134,8 @@ func TestKernelDriftRepair(t *testing.T) {
 				t.Errorf("second full sync after %s sent %d messages (%v), want 0", what, s.Messages, s.ByType)
 			}
 			listed := nftIn(t, ns, "", "list", "table", "inet", "nfrouter")
-			if normalize(listed) != normalize(want.String()) {
-				t.Errorf("after %s and a full sync, kernel lists:\n%s\nwant:\n%s", what, listed, want.String())
+			if normalize(listed) != normalize(want) {
+				t.Errorf("after %s and a full sync, kernel lists:\n%s\nwant:\n%s", what, listed, want)
 			}
 		})
 	}

@@ -2,7 +2,7 @@ package nft
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// metrics of the firewall backend.
+// metrics of the nftables backend.
 type metrics struct {
 	transactions    *prometheus.CounterVec
 	messages        prometheus.Histogram
@@ -11,11 +11,10 @@ type metrics struct {
 	elementsRemoved prometheus.Counter
 	chainsRewritten prometheus.Counter
 	syncDuration    prometheus.Histogram
-	policyErrors    prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	const ns, sub = "nfrouter", "firewall"
+	const ns, sub = "nfrouter", "nft"
 	m := &metrics{
 		transactions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "transactions_total", Help: "nftables transactions sent, by result (ok, error)."}, []string{"result"}),
@@ -33,14 +32,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub,
 			Name: "sync_duration_seconds", Help: "Time to plan and program one sync.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}),
-		policyErrors: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
-			Name: "policies_failed_closed", Help: "Network policies that could not be compiled and isolate their pods."}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.transactions, m.messages, m.netlinkMessages, m.elementsAdded,
-		m.elementsRemoved, m.chainsRewritten, m.syncDuration, m.policyErrors} {
+		m.elementsRemoved, m.chainsRewritten, m.syncDuration} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -62,7 +62,7 @@ func genPod(ns, name string, app, n int) *model.Pod {
 // third that renames the replacement to the old key. check gets the stats
 // and the duration of each sync (without building the states, which copies
 // every pod).
-func churn(t testing.TB, f *Firewall, st *fixture.State, i int, check func(Stats, time.Duration)) {
+func churn(t testing.TB, f *Backend, st *fixture.State, i int, check func(Stats, time.Duration)) {
 	next := st.Clone()
 	old := model.PodKey{Namespace: "ns0", Name: fmt.Sprintf("p%d", i)}
 	repl := model.PodKey{Namespace: "ns0", Name: fmt.Sprintf("p%d-new%d", i, next.Generation)}

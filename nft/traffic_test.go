@@ -16,7 +16,7 @@ import (
 // 80 (ports named serve-80-tcp, …, as upstream does).
 type cluster struct {
 	node  *netnstest.Node
-	f     *Firewall
+	f     *Backend
 	st    fixture.State
 	pods  map[string]*netnstest.Pod // "x/a"
 	names []string

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nfrouter/nfrouter/nft"
+	"github.com/nfrouter/nfrouter/nft/ruleset"
 	"github.com/nfrouter/nfrouter/watch"
 )
 
@@ -16,35 +17,38 @@ type backends struct {
 	closers []func() error
 }
 
-func newBackends(o *options, nodeName string, log *slog.Logger, reg prometheus.Registerer, events *eventRecorder) (*backends, error) {
+// nftPart makes one part of nfrouter's nftables table, writing into t.
+type nftPart func(t *ruleset.Table) (nft.Part, error)
+
+// wiring is what newBackends needs to build a backend.
+type wiring struct {
+	o        *options
+	nodeName string
+	log      *slog.Logger
+	reg      prometheus.Registerer // nil: no metrics
+	events   *eventRecorder        // nil: no Kubernetes events
+}
+
+func newBackends(w wiring) (*backends, error) {
 	b := &backends{}
-	if o.runFirewall {
-		var rec nft.EventRecorder
-		if events != nil {
-			rec = events
-		}
-		fw, err := nft.NewFirewall(firewallConfig(o, nodeName, log, reg, rec))
-		if err != nil {
-			b.close(log)
-			return nil, fmt.Errorf("--run-firewall: %w", err)
-		}
-		b.list = append(b.list, fw)
-		b.closers = append(b.closers, fw.Close)
+	var parts []nftPart
+	if w.o.runFirewall {
+		parts = append(parts, firewallPart(w))
 	}
 	for _, add := range []struct {
 		enabled bool
 		flag    string
-		build   func(*options, string, *slog.Logger, prometheus.Registerer, *eventRecorder) (watch.Backend, func() error, error)
+		build   func(wiring) (watch.Backend, func() error, []nftPart, error)
 	}{
-		{o.runServiceProxy, "--run-service-proxy", newServiceProxy},
-		{o.runRouter, "--run-router", newRouter},
+		{w.o.runServiceProxy, "--run-service-proxy", newServiceProxy},
+		{w.o.runRouter, "--run-router", newRouter},
 	} {
 		if !add.enabled {
 			continue
 		}
-		backend, closer, err := add.build(o, nodeName, log, reg, events)
+		backend, closer, more, err := add.build(w)
 		if err != nil {
-			b.close(log)
+			b.close(w.log)
 			return nil, fmt.Errorf("%s: %w", add.flag, err)
 		}
 		if backend != nil {
@@ -53,18 +57,54 @@ func newBackends(o *options, nodeName string, log *slog.Logger, reg prometheus.R
 		if closer != nil {
 			b.closers = append(b.closers, closer)
 		}
+		parts = append(parts, more...)
 	}
+	if len(parts) == 0 {
+		return b, nil
+	}
+	// One nftables backend for every part: one transaction per sync.
+	tb, err := nft.New(nft.Config{Logger: w.log, Registerer: w.reg})
+	if err != nil {
+		b.close(w.log)
+		return nil, err
+	}
+	b.closers = append(b.closers, tb.Close)
+	for _, mk := range parts {
+		p, err := mk(tb.Table())
+		if err != nil {
+			b.close(w.log)
+			return nil, err
+		}
+		tb.Add(p)
+	}
+	// The table first: the firewall is in place before services open.
+	b.list = append([]watch.Backend{tb}, b.list...)
 	return b, nil
 }
 
-func firewallConfig(o *options, nodeName string, log *slog.Logger, reg prometheus.Registerer, events nft.EventRecorder) nft.FirewallConfig {
-	return nft.FirewallConfig{
-		NodeName:    nodeName,
-		DefaultDeny: o.netpolDefaultDeny,
-		Logger:      log,
-		Registerer:  reg,
-		Events:      events,
+func firewallPart(w wiring) nftPart {
+	return func(t *ruleset.Table) (nft.Part, error) {
+		cfg := nft.FirewallConfig{NodeName: w.nodeName, DefaultDeny: w.o.netpolDefaultDeny, Logger: w.log, Registerer: w.reg}
+		if w.events != nil {
+			cfg.Events = w.events
+		}
+		f, err := nft.NewFirewall(t, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("--run-firewall: %w", err)
+		}
+		return f, nil
 	}
+}
+
+// dryRunParts are the parts --dry-run renders: the firewall. They register
+// no metrics and record no events.
+func dryRunParts(w wiring) []nftPart {
+	w.reg, w.events = nil, nil
+	var parts []nftPart
+	if w.o.runFirewall {
+		parts = append(parts, firewallPart(w))
+	}
+	return parts
 }
 
 // close releases the backends' kernel sockets; what they programmed stays.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/nfrouter/nfrouter/model"
 	"github.com/nfrouter/nfrouter/nft"
+	"github.com/nfrouter/nfrouter/nft/ruleset"
 	"github.com/nfrouter/nfrouter/watch"
 )
 
@@ -97,10 +98,21 @@ func agent(ctx context.Context, o *options, stdout io.Writer, log *slog.Logger) 
 			return err
 		}
 		state, _ := store.Snapshot()
-		return nft.RenderFirewall(stdout, state, firewallConfig(o, nodeName, log, nil, nil))
+		parts := dryRunParts(wiring{o: o, nodeName: nodeName, log: log})
+		return nft.Render(ctx, stdout, state, func(t *ruleset.Table) ([]nft.Part, error) {
+			var out []nft.Part
+			for _, mk := range parts {
+				p, err := mk(t)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, p)
+			}
+			return out, nil
+		})
 	}
 
-	backends, err := newBackends(o, nodeName, log, reg, events)
+	backends, err := newBackends(wiring{o: o, nodeName: nodeName, log: log, reg: reg, events: events})
 	if err != nil {
 		return err
 	}

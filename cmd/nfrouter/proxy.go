@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
 	"github.com/nfrouter/nfrouter/ipvs"
@@ -91,16 +89,18 @@ func proxyMode(requested string, probe func() error) (string, error) {
 }
 
 // newServiceProxy builds the service proxy backend in the current network
-// namespace; close stops its drainer and releases its kernel sockets.
-func newServiceProxy(o *options, nodeName string, log *slog.Logger, reg prometheus.Registerer, events *eventRecorder) (watch.Backend, func() error, error) {
+// namespace, and the parts of the nftables table it needs; close stops its
+// drainer and releases its kernel sockets.
+func newServiceProxy(w wiring) (watch.Backend, func() error, []nftPart, error) {
+	o, nodeName, log, reg, events := w.o, w.nodeName, w.log, w.reg, w.events
 	mode, err := proxyMode(o.proxy.mode, ipvs.Available)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	log.Info("Service proxy mode chosen", "requested", o.proxy.mode, "mode", mode)
 	npMin, npMax, err := parsePortRange(o.proxy.nodePortRange)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--service-node-port-range: %w", err)
+		return nil, nil, nil, fmt.Errorf("--service-node-port-range: %w", err)
 	}
 	var rec ipvs.EventRecorder
 	if events != nil {
@@ -116,7 +116,7 @@ func newServiceProxy(o *options, nodeName string, log *slog.Logger, reg promethe
 		Events:      rec,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -128,5 +128,5 @@ func newServiceProxy(o *options, nodeName string, log *slog.Logger, reg promethe
 		cancel()
 		<-done
 		return p.Close()
-	}, nil
+	}, nil, nil
 }

@@ -3,13 +3,11 @@ package main
 import (
 	"encoding/base64"
 	"fmt"
-	"log/slog"
 	"net/netip"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
 	"github.com/nfrouter/nfrouter/bgp"
@@ -130,8 +128,10 @@ func (r *routerOptions) peers() ([]bgp.ExternalPeer, error) {
 	return out, nil
 }
 
-// newRouter builds the BGP router backend; close stops it.
-func newRouter(o *options, nodeName string, log *slog.Logger, reg prometheus.Registerer, events *eventRecorder) (b watch.Backend, close func() error, err error) {
+// newRouter builds the BGP router backend, and the parts of the nftables
+// table it needs; close stops it.
+func newRouter(w wiring) (b watch.Backend, close func() error, parts []nftPart, err error) {
+	o, nodeName, log, reg, events := w.o, w.nodeName, w.log, w.reg, w.events
 	r := o.router
 	cfg := bgp.DefaultConfig()
 	cfg.NodeName = nodeName
@@ -142,7 +142,7 @@ func newRouter(o *options, nodeName string, log *slog.Logger, reg prometheus.Reg
 	cfg.GracefulRestart, cfg.GracefulRestartTime, cfg.GracefulRestartDeferral = r.gracefulRestart, r.gracefulRestartTime, r.gracefulRestartDeferral
 	cfg.NodesFullMesh, cfg.MultihopTTL = r.nodesFullMesh, r.multihopTTL
 	if cfg.PeerRouters, err = r.peers(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cfg.AdvertisePodCIDR, cfg.AdvertiseClusterIP, cfg.AdvertiseExternalIP, cfg.AdvertiseLoadBalancerIP =
 		r.advertisePodCIDR, r.advertiseClusterIP, r.advertiseExternalIP, r.advertiseLBIP
@@ -158,9 +158,9 @@ func newRouter(o *options, nodeName string, log *slog.Logger, reg prometheus.Reg
 	}
 	router, err := bgp.New(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return router, router.Close, nil
+	return router, router.Close, nil, nil
 }
 
 func decodePassword(s string) (string, error) {

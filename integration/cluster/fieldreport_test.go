@@ -64,7 +64,7 @@ func TestFieldReport(t *testing.T) {
 		}
 		for i, r := range routers {
 			waitMetric(t, ctx, r, "fence sync", func(m cluster.Metrics) bool {
-				return m.Sum("nfrouter_syncs_total", `backend="firewall"`) > before[i].Syncs
+				return m.Sum("nfrouter_syncs_total", `backend="nftables"`) > before[i].Syncs
 			})
 		}
 		after := summaries(t, ctx, routers)

@@ -12,7 +12,7 @@ func TestParseMetricsSum(t *testing.T) {
 nfrouter_watch_events_total{kind="Pod",result="changed"} 3
 nfrouter_watch_events_total{kind="Pod",result="ignored"} 5
 nfrouter_watch_events_total{kind="Service",result="ignored"} 2
-nfrouter_syncs_total{backend="firewall",reason="initial",result="ok"} 1
+nfrouter_syncs_total{backend="nftables",reason="initial",result="ok"} 1
 go_goroutines 12
 `
 	m, err := parseMetrics(strings.NewReader(text))
@@ -27,7 +27,7 @@ go_goroutines 12
 		{"nfrouter_watch_events_total", nil, 10},
 		{"nfrouter_watch_events_total", []string{`result="ignored"`}, 7},
 		{"nfrouter_watch_events_total", []string{`kind="Pod"`, `result="changed"`}, 3},
-		{"nfrouter_syncs_total", []string{`backend="firewall"`}, 1},
+		{"nfrouter_syncs_total", []string{`backend="nftables"`}, 1},
 		{"go_goroutines", nil, 12},
 		{"missing", nil, 0},
 	} {

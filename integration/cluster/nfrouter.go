@@ -213,7 +213,7 @@ func (r *NFRouter) WaitHealthy(ctx context.Context, timeout time.Duration) error
 		if err != nil {
 			return struct{}{}, false, nil
 		}
-		return struct{}{}, m.Sum("nfrouter_syncs_total", `backend="firewall"`, `result="ok"`) >= 1, nil
+		return struct{}{}, m.Sum("nfrouter_syncs_total", `backend="nftables"`, `result="ok"`) >= 1, nil
 	})
 	if err != nil {
 		return fmt.Errorf("nfrouter on %s not healthy: %w", r.Node.Name, err)

@@ -123,10 +123,10 @@ func TestPolicyEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := m.Sum("nfrouter_event_to_sync_seconds_count", `backend="firewall"`)
+		n := m.Sum("nfrouter_event_to_sync_seconds_count", `backend="nftables"`)
 		if n > 0 {
 			t.Logf("%s: nfrouter's own event→programmed: %v syncs, mean %s", r.Node.Name, n,
-				time.Duration(m.Sum("nfrouter_event_to_sync_seconds_sum", `backend="firewall"`)/n*float64(time.Second)).Round(10*time.Microsecond))
+				time.Duration(m.Sum("nfrouter_event_to_sync_seconds_sum", `backend="nftables"`)/n*float64(time.Second)).Round(10*time.Microsecond))
 		}
 	}
 }

@@ -88,7 +88,7 @@ func TestRestart(t *testing.T) {
 	healthy := time.Since(began)
 	// Keep probing across the new process's first syncs.
 	waitMetric(t, ctx, r, "a firewall sync", func(m cluster.Metrics) bool {
-		return m.Sum("nfrouter_syncs_total", `backend="firewall"`, `result="ok"`) >= 1
+		return m.Sum("nfrouter_syncs_total", `backend="nftables"`, `result="ok"`) >= 1
 	})
 	close(stop)
 	wg.Wait()
@@ -99,11 +99,11 @@ func TestRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, typ := range []string{"deltable", "delchain", "delrule", "delset", "delsetelem"} {
-		if n := m.Sum("nfrouter_firewall_netlink_messages_total", `type="`+typ+`"`); n != 0 {
+		if n := m.Sum("nfrouter_nft_netlink_messages_total", `type="`+typ+`"`); n != 0 {
 			t.Errorf("restarted nfrouter sent %v %s messages; want 0 (converge without flushing)", n, typ)
 		}
 	}
-	if n := m.Sum("nfrouter_firewall_chains_rewritten_total"); n != 0 {
+	if n := m.Sum("nfrouter_nft_chains_rewritten_total"); n != 0 {
 		t.Errorf("restarted nfrouter rewrote %v chains; want 0", n)
 	}
 	t.Logf("restarted nfrouter: %s", cluster.SummaryOf(node.Name, m, 0))

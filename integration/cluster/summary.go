@@ -27,12 +27,12 @@ func SummaryOf(node string, m Metrics, execs int) Summary {
 		Node:            node,
 		EventsChanged:   m.Sum("nfrouter_watch_events_total", `result="changed"`),
 		EventsIgnored:   m.Sum("nfrouter_watch_events_total", `result="ignored"`),
-		Syncs:           m.Sum("nfrouter_syncs_total", `backend="firewall"`),
-		Transactions:    m.Sum("nfrouter_firewall_transactions_total"),
-		NetlinkMessages: m.Sum("nfrouter_firewall_netlink_messages_total"),
-		ElementsAdded:   m.Sum("nfrouter_firewall_elements_added_total"),
-		ElementsRemoved: m.Sum("nfrouter_firewall_elements_removed_total"),
-		ChainsRewritten: m.Sum("nfrouter_firewall_chains_rewritten_total"),
+		Syncs:           m.Sum("nfrouter_syncs_total", `backend="nftables"`),
+		Transactions:    m.Sum("nfrouter_nft_transactions_total"),
+		NetlinkMessages: m.Sum("nfrouter_nft_netlink_messages_total"),
+		ElementsAdded:   m.Sum("nfrouter_nft_elements_added_total"),
+		ElementsRemoved: m.Sum("nfrouter_nft_elements_removed_total"),
+		ChainsRewritten: m.Sum("nfrouter_nft_chains_rewritten_total"),
 		Execs:           execs,
 	}
 }

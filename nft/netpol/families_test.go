@@ -13,7 +13,7 @@ import (
 // TestFamiliesFollowAddresses plans an IPv4-only version of the ipblock and
 // default-deny fixtures, which must hold no IPv6 set or rule, then brings the
 // IPv6 addresses back incrementally and expects the full dual-stack plan;
-// and back again.
+// and back again. Objects of another part in the table are left alone.
 func TestFamiliesFollowAddresses(t *testing.T) {
 	for _, name := range []string{"ipblock.yaml", "default-deny.yaml", "ports.yaml"} {
 		t.Run(strings.TrimSuffix(name, ".yaml"), func(t *testing.T) {
@@ -44,12 +44,23 @@ func TestFamiliesFollowAddresses(t *testing.T) {
 			if text := render(t, tab); strings.Contains(text, "ip6 ") {
 				t.Errorf("IPv4-only state has IPv6 rules:\n%s", text)
 			}
+			// Another part's objects in the same table survive the replanning
+			// a family change causes.
+			foreign := func(t *ruleset.Table) {
+				t.PutChain(&ruleset.Chain{Name: "other-part", Rules: []ruleset.Rule{{Verdict: ruleset.Accept{}}}})
+				t.PutSet(ruleset.Set{Name: "other-part-set", Type: ruleset.Addr4})
+			}
+			foreign(tab)
 			for _, step := range []struct {
 				name string
 				st   *model.State
 			}{{"dual-stack", dual.State}, {"IPv4 again", v4.State}} {
 				p.Update(step.st, nil)
 				want, _ := plan(step.st, cfg)
+				if tab.Chains["other-part"] == nil || tab.Sets["other-part-set"] == nil {
+					t.Fatalf("%s: the firewall removed another part's objects", step.name)
+				}
+				foreign(want)
 				if got, w := render(t, tab), render(t, want); got != w {
 					t.Fatalf("%s: incremental plan differs from full plan:\n--- incremental\n%s\n--- full\n%s", step.name, got, w)
 				}

@@ -52,6 +52,10 @@ type Planner struct {
 	// what brings them in the state the table reflects.
 	fams  families
 	count famCount
+
+	// owned are the chains and sets this planner put into the table; other
+	// planners write into the same table, so a reset removes only these.
+	owned ownedNames
 }
 
 // sharedSet is a setSpec in use by refs policies, with what each pod brought
@@ -72,7 +76,7 @@ func New(t *ruleset.Table, cfg Config) *Planner {
 
 // init empties the planner's indexes and installs the base objects for fams.
 func (p *Planner) init(fams families) {
-	*p = Planner{cfg: p.cfg, t: p.t, fams: fams,
+	*p = Planner{cfg: p.cfg, t: p.t, fams: fams, owned: p.owned,
 		pods: map[model.PodKey]*model.Pod{}, byNS: map[string]map[model.PodKey]*model.Pod{},
 		namespaces: map[string]*model.Namespace{}, plans: map[model.PolicyKey]*policyPlan{},
 		plansByNS: map[string]map[model.PolicyKey]*policyPlan{},
@@ -84,28 +88,27 @@ func (p *Planner) init(fams families) {
 
 // reset removes everything from the table and starts over planning fams.
 func (p *Planner) reset(fams families) {
-	for name := range p.t.Chains {
-		p.t.DeleteChain(name)
+	for name := range p.owned.chains {
+		p.deleteChain(name)
 	}
-	for name := range p.t.Sets {
-		p.t.DeleteSet(name)
+	for name := range p.owned.sets {
+		p.deleteSet(name)
 	}
 	p.init(fams)
 }
 
 func (p *Planner) installBase() {
-	t := p.t
 	for _, v6 := range p.fams.list() {
 		for _, d := range []direction{ingress, egress} {
-			t.PutSet(ruleset.Set{Name: isolatedSet(d, v6), Type: addrType(v6),
+			p.putSet(ruleset.Set{Name: isolatedSet(d, v6), Type: addrType(v6),
 				Comment: "local pods isolated for " + d.long()})
 		}
 		if p.cfg.DefaultDeny {
-			t.PutSet(ruleset.Set{Name: localCIDRs(v6), Type: addrType(v6), Interval: true, Comment: "pod CIDRs of this node"})
-			t.PutSet(ruleset.Set{Name: localPods(v6), Type: addrType(v6), Comment: "local pods the firewall has programmed"})
+			p.putSet(ruleset.Set{Name: localCIDRs(v6), Type: addrType(v6), Interval: true, Comment: "pod CIDRs of this node"})
+			p.putSet(ruleset.Set{Name: localPods(v6), Type: addrType(v6), Comment: "local pods the firewall has programmed"})
 		}
 	}
-	t.PutChain(&ruleset.Chain{Name: ChainDeny, Comment: "log (nflog group 100) and drop what no policy allows",
+	p.putChain(&ruleset.Chain{Name: ChainDeny, Comment: "log (nflog group 100) and drop what no policy allows",
 		Rules: []ruleset.Rule{{Matches: []ruleset.Match{ruleset.LogLimited{Group: NFLogGroup}}}, {Verdict: ruleset.Drop{}}}})
 	for _, d := range []direction{egress, ingress} {
 		c := &ruleset.Chain{Name: ChainEgress, Comment: "egress policies of local pods",
@@ -137,7 +140,7 @@ func (p *Planner) installBase() {
 				}, Verdict: ruleset.Jump{Chain: ChainDeny}})
 			}
 		}
-		t.PutChain(c)
+		p.putChain(c)
 	}
 	p.planDispatch()
 }
@@ -384,11 +387,11 @@ func (p *Planner) replacePolicy(k model.PolicyKey, pol *model.Policy, pending ma
 			p.acquire(spec, pending)
 		}
 		for _, c := range pp.chains {
-			p.t.PutChain(c)
+			p.putChain(c)
 		}
 		for _, d := range pp.isolates() {
 			for _, v6 := range p.fams.list() {
-				p.t.PutSet(ruleset.Set{Name: nsIsolatedSet(d, k.Namespace, v6), Type: addrType(v6),
+				p.putSet(ruleset.Set{Name: nsIsolatedSet(d, k.Namespace, v6), Type: addrType(v6),
 					Comment: fmt.Sprintf("local pods of namespace %s isolated for %s", k.Namespace, d.long())})
 			}
 		}
@@ -409,7 +412,7 @@ func (p *Planner) replacePolicy(k model.PolicyKey, pol *model.Policy, pending ma
 	if old != nil {
 		for _, c := range old.chains {
 			if pp == nil || !slices.ContainsFunc(pp.chains, func(n *ruleset.Chain) bool { return n.Name == c.Name }) {
-				p.t.DeleteChain(c.Name)
+				p.deleteChain(c.Name)
 			}
 		}
 		for _, spec := range old.uses {
@@ -439,7 +442,7 @@ func (p *Planner) acquire(spec *setSpec, pending map[model.PodKey]bool) {
 	s = &sharedSet{spec: spec, refs: 1, members: map[model.PodKey][]setElem{}}
 	p.sets[spec.key] = s
 	for _, d := range spec.defs() {
-		p.t.PutSet(d)
+		p.putSet(d)
 	}
 	for _, e := range spec.static {
 		p.t.AddElement(spec.names[idx(e.Addr.Is6())], e)
@@ -476,7 +479,7 @@ func (p *Planner) release(key string) {
 	}
 	for _, name := range s.spec.names {
 		if name != "" {
-			p.t.DeleteSet(name)
+			p.deleteSet(name)
 		}
 	}
 	for k := range s.members {
@@ -523,14 +526,14 @@ func (p *Planner) planNamespaceChains(ns string) {
 			}
 		}
 		if !isolated {
-			p.t.DeleteChain(c.Name)
+			p.deleteChain(c.Name)
 			for _, v6 := range p.fams.list() {
-				p.t.DeleteSet(nsIsolatedSet(d, ns, v6))
+				p.deleteSet(nsIsolatedSet(d, ns, v6))
 			}
 			continue
 		}
 		c.Rules = append(c.Rules, ruleset.Rule{Verdict: ruleset.Jump{Chain: ChainDeny}})
-		p.t.PutChain(c)
+		p.putChain(c)
 	}
 }
 
@@ -559,7 +562,7 @@ func (p *Planner) planDispatch() {
 			}
 		}
 		c.Rules = append(c.Rules, ruleset.Rule{Verdict: ruleset.Jump{Chain: ChainDeny}})
-		p.t.PutChain(c)
+		p.putChain(c)
 	}
 }
 
