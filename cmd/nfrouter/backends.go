@@ -57,7 +57,11 @@ func newBackends(w wiring) (*backends, error) {
 		if closer != nil {
 			b.closers = append(b.closers, closer)
 		}
-		parts = append(parts, more...)
+		for _, p := range more {
+			if p != nil {
+				parts = append(parts, p)
+			}
+		}
 	}
 	if len(parts) == 0 {
 		return b, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +31,8 @@ type proxyOptions struct {
 	nodePortBindOnAllIP bool
 	gracePeriod         time.Duration
 	nodePortRange       string
+	masqueradeAll       bool
+	clusterCIDRs        []string
 }
 
 func (p *proxyOptions) addFlags(fs *pflag.FlagSet) {
@@ -37,6 +40,24 @@ func (p *proxyOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&p.nodePortBindOnAllIP, "nodeport-bindon-all-ip", false, "Serve NodePorts on every address of the Node object, not only on its node IP of each family.")
 	fs.DurationVar(&p.gracePeriod, "ipvs-graceful-period", 30*time.Second, "How long a removed IPVS destination keeps its connections (at weight 0) before it is deleted; 0 deletes it at once.")
 	fs.StringVar(&p.nodePortRange, "service-node-port-range", "30000-32767", "The cluster's NodePort range; IPVS services on node addresses in it are nfrouter's.")
+	fs.BoolVar(&p.masqueradeAll, "masquerade-all", false, "Masquerade all traffic to services, not only traffic from outside the cluster CIDRs.")
+	fs.StringSliceVar(&p.clusterCIDRs, "cluster-cidr", nil, "The cluster's pod CIDRs (one per family, comma-separated); traffic to a service from outside them is masqueraded. Default: the pod CIDRs of all Node objects.")
+}
+
+// clusterPrefixes parses --cluster-cidr.
+func (p *proxyOptions) clusterPrefixes() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range p.clusterCIDRs {
+		pfx, err := netip.ParsePrefix(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("--cluster-cidr: %w", err)
+		}
+		if pfx != pfx.Masked() {
+			return nil, fmt.Errorf("--cluster-cidr: %s has host bits set (did you mean %s?)", pfx, pfx.Masked())
+		}
+		out = append(out, pfx)
+	}
+	return out, nil
 }
 
 // validate returns one message per invalid flag.
@@ -52,6 +73,9 @@ func (p *proxyOptions) validate() []string {
 	}
 	if _, _, err := parsePortRange(p.nodePortRange); err != nil {
 		errs = append(errs, fmt.Sprintf("--service-node-port-range: %v", err))
+	}
+	if _, err := p.clusterPrefixes(); err != nil {
+		errs = append(errs, err.Error())
 	}
 	return errs
 }
@@ -98,6 +122,9 @@ func newServiceProxy(w wiring) (watch.Backend, func() error, []nftPart, error) {
 		return nil, nil, nil, err
 	}
 	log.Info("Service proxy mode chosen", "requested", o.proxy.mode, "mode", mode)
+	if mode == proxyModeNFTables {
+		return nil, nil, []nftPart{nftablesProxyPart(w)}, nil
+	}
 	npMin, npMax, err := parsePortRange(o.proxy.nodePortRange)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("--service-node-port-range: %w", err)
@@ -128,5 +155,5 @@ func newServiceProxy(w wiring) (watch.Backend, func() error, []nftPart, error) {
 		cancel()
 		<-done
 		return p.Close()
-	}, nil, nil
+	}, []nftPart{ipvsNATPart(w)}, nil
 }

@@ -152,15 +152,13 @@ func newRouter(w wiring) (b watch.Backend, close func() error, parts []nftPart, 
 		cfg.Events = events
 	}
 	if r.enablePodEgress {
-		// The masquerade rule belongs to the nft table; Router.ClusterCIDRs
-		// gives it the cluster CIDRs once the nft package takes them.
-		log.Warn("--enable-pod-egress: the masquerade rule is not programmed by this build yet")
+		parts = append(parts, podEgressPart(w))
 	}
 	router, err := bgp.New(cfg)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return router, router.Close, nil, nil
+	return router, router.Close, parts, nil
 }
 
 func decodePassword(s string) (string, error) {

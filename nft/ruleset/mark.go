@@ -48,3 +48,7 @@ type Masquerade struct{}
 
 func (Masquerade) text() string        { return "masquerade" }
 func (Masquerade) compile(c *compiler) { c.add(&expr.Masq{}) }
+
+// MasqueradeMark is the packet mark bit with which NAT chains ask the
+// postrouting hook to masquerade, kube-proxy's and kube-router's 0x4000.
+const MasqueradeMark = 0x4000
