@@ -125,12 +125,21 @@ func (r *Router) allEOR() bool {
 // at most one route operation. r.mu is held.
 func (r *Router) applyPrefix(p netip.Prefix) {
 	want, ok := PlanRoute(&r.env, r.best[p])
+	if r.env.OffSubnetIPv6(r.best[p]) {
+		if !r.offSubnet6[p] {
+			r.offSubnet6[p] = true
+			r.log.Warn("Not routing IPv6 prefix: its node is on another subnet and the overlay (ipip) is IPv4 only",
+				"prefix", p, "nextHop", r.best[p].NextHop)
+		}
+	} else {
+		delete(r.offSubnet6, p)
+	}
 	have, installed := r.routes[p]
 	switch {
 	case ok && installed && have == want:
 		return
 	case ok:
-		if err := r.kernel.Install(want, r.env.NodeAddr); err != nil {
+		if err := r.kernel.Install(want, r.env.Local.V4); err != nil {
 			r.metrics.routeErrors.Inc()
 			if errors.Is(err, errForeignRoute) {
 				r.log.Warn("Not installing route: the prefix is routed by someone else", "route", want.String())

@@ -12,7 +12,8 @@ import (
 // IPv6-only cluster: node2's advertiser originates it, the path codec
 // carries it with node2's address as next hop (MP_REACH_NLRI), and node1's
 // peer and route planners turn the received path into a direct route via
-// node2. ipip is IPv4 only, so the overlay never tunnels it.
+// node2. ipip is IPv4 only, so the overlay never tunnels it, and a node on
+// another subnet gets no route.
 func TestIPv6PodCIDRPath(t *testing.T) {
 	a := netip.MustParseAddr
 	p := netip.MustParsePrefix
@@ -61,7 +62,7 @@ func TestIPv6PodCIDRPath(t *testing.T) {
 		t.Errorf("node1 peers = %s", got)
 	}
 	env := func(overlay bool, typ string) *RouteEnv {
-		return &RouteEnv{NodeAddr: plan1.NodeAddr, NodeAddrs: plan1.NodeAddrs, Subnets: []netip.Prefix{p("fd00:0:1::/64")},
+		return &RouteEnv{Local: plan1.Local, NodeAddrs: plan1.NodeAddrs, Subnets: []netip.Prefix{p("fd00:0:1::/64")},
 			Overlay: overlay, OverlayType: typ, Ignore: map[netip.Prefix]bool{p("fd00:244:1::/64"): true}}
 	}
 	fromN3 := BestPath{Prefix: p("fd00:244:3::/64"), NextHop: a("fd00:0:2::1"), Peer: a("fd00:0:2::1")}
@@ -73,7 +74,8 @@ func TestIPv6PodCIDRPath(t *testing.T) {
 	}{
 		{"same subnet", env(false, OverlaySubnet), got, "fd00:244:2::/64 via fd00:0:1::2"},
 		{"same subnet, full overlay: no IPv6 tunnel", env(true, OverlayFull), got, "fd00:244:2::/64 via fd00:0:1::2"},
-		{"other subnet, overlay: no IPv6 tunnel", env(true, OverlaySubnet), fromN3, "fd00:244:3::/64 via fd00:0:2::1"},
+		{"other subnet, overlay: no IPv6 tunnel, no route", env(true, OverlaySubnet), fromN3, ""},
+		{"other subnet, no overlay: no route", env(false, OverlaySubnet), fromN3, ""},
 		{"withdrawn", env(false, OverlaySubnet), BestPath{Prefix: got.Prefix, NextHop: got.NextHop, Peer: got.Peer, Withdraw: true}, ""},
 		{"our own pod CIDR", env(false, OverlaySubnet), BestPath{Prefix: p("fd00:244:1::/64"), NextHop: a("fd00:0:1::2"), Peer: a("fd00:0:1::2")}, ""},
 		// A dual-stack node peering over IPv4 would give an IPv4 next hop.

@@ -29,6 +29,11 @@ type PeerSpec struct {
 	// idles five seconds after every failed attempt) for a minute or more.
 	// Calico's BIRD node mesh is one-way ("passive on") for the same reason.
 	Passive bool
+	// Families are the AFI/SAFIs the session carries: a session between
+	// nodes carries the family of its addresses; a session to an external
+	// router carries that, and every family this node has an address of (to
+	// be the next hop of that family's paths).
+	Families Families
 }
 
 // External reports whether the peer is a router outside the cluster.
@@ -38,30 +43,17 @@ func (p PeerSpec) External() bool { return p.Node == "" }
 type PeerPlan struct {
 	LocalASN uint32
 	RouterID netip.Addr
-	// NodeAddr is this node's address: the next hop of the paths it originates.
+	// NodeAddr is this node's primary address (Local.Primary).
 	NodeAddr netip.Addr
-	Peers    map[netip.Addr]PeerSpec
-	// NodeAddrs maps the address of every other node to its name, whether
-	// peered or not; the route planner tunnels only to nodes.
+	// Local are this node's addresses per family: the next hops of the paths
+	// it originates.
+	Local FamilyAddrs
+	Peers map[netip.Addr]PeerSpec
+	// NodeAddrs maps the addresses (of both families) of every other node to
+	// its name, whether peered or not; the route planner tunnels only to
+	// nodes.
 	NodeAddrs map[netip.Addr]string
 	Problems  []Problem
-}
-
-// NodeAddr is the address a node peers from: its first internal IPv4
-// address, else its first internal address, else its first external one.
-func NodeAddr(n *model.Node) netip.Addr {
-	for _, a := range n.InternalIPs {
-		if a.Is4() {
-			return a
-		}
-	}
-	if len(n.InternalIPs) > 0 {
-		return n.InternalIPs[0]
-	}
-	if len(n.ExternalIPs) > 0 {
-		return n.ExternalIPs[0]
-	}
-	return netip.Addr{}
 }
 
 // PlanPeers decides the sessions of node cfg.NodeName:
@@ -73,6 +65,10 @@ func NodeAddr(n *model.Node) netip.Addr {
 //   - external routers from the flags and from this node's kube-router.io/peers
 //     annotation (which wins for the same address).
 //
+// Two nodes peer once per family both have an address of (AddrsOf): a
+// dual-stack pair has an IPv4 session between their IPv4 addresses and an
+// IPv6 session between their IPv6 addresses.
+//
 // Only this node's malformed annotations are reported (every node reports its
 // own); a malformed annotation of another node makes it count as unannotated.
 func PlanPeers(cfg *Config, nodes map[string]*model.Node) (PeerPlan, error) {
@@ -81,7 +77,8 @@ func PlanPeers(cfg *Config, nodes map[string]*model.Node) (PeerPlan, error) {
 		return PeerPlan{}, fmt.Errorf("plan peers: node %s not known yet", cfg.NodeName)
 	}
 	plan := PeerPlan{Peers: map[netip.Addr]PeerSpec{}, NodeAddrs: map[netip.Addr]string{}}
-	plan.NodeAddr = NodeAddr(local)
+	plan.Local = AddrsOf(local)
+	plan.NodeAddr = plan.Local.Primary()
 	if !plan.NodeAddr.IsValid() {
 		return PeerPlan{}, fmt.Errorf("plan peers: node %s has no address", cfg.NodeName)
 	}
@@ -110,18 +107,19 @@ func PlanPeers(cfg *Config, nodes map[string]*model.Node) (PeerPlan, error) {
 			continue
 		}
 		n := nodes[name]
-		addr := NodeAddr(n)
-		if !addr.IsValid() || addr == plan.NodeAddr {
-			continue
+		addrs := AddrsOf(n)
+		for _, addr := range addrs.List() {
+			if !plan.Local.Has(addr) {
+				plan.NodeAddrs[addr] = name
+			}
 		}
-		plan.NodeAddrs[addr] = name
 		other, _ := parseNodeSettings(n)
 		asn := cfg.ClusterASN
 		if other.asn != 0 {
 			asn = other.asn
 		}
 		server, client := other.rrServer != "", other.rrClient != "" && other.rrServer == ""
-		spec := PeerSpec{Addr: addr, ASN: asn, Port: cfg.Port, Node: name, Passive: plan.NodeAddr.Compare(addr) > 0}
+		var rrClusterID string
 		switch {
 		case localClient:
 			if !server {
@@ -131,24 +129,31 @@ func PlanPeers(cfg *Config, nodes map[string]*model.Node) (PeerPlan, error) {
 			if !localServer {
 				continue
 			}
-			spec.RRClusterID = ls.rrServer
+			rrClusterID = ls.rrServer
 		case localServer && server:
 		case cfg.NodesFullMesh && asn == plan.LocalASN:
 		default:
 			continue
 		}
-		plan.Peers[addr] = spec
+		for _, addr := range addrs.List() {
+			from := plan.Local.For(addr)
+			if !from.IsValid() || from == addr {
+				continue // we have no address of this family
+			}
+			plan.Peers[addr] = PeerSpec{Addr: addr, ASN: asn, Port: cfg.Port, Node: name, RRClusterID: rrClusterID,
+				Passive: from.Compare(addr) > 0, Families: familiesOf(addr)}
+		}
 	}
 
 	external := slices.Clone(cfg.PeerRouters)
 	external = append(external, ls.peers...) // later entries win
 	for _, p := range external {
-		if _, isNode := plan.NodeAddrs[p.Addr]; isNode || p.Addr == plan.NodeAddr {
+		if _, isNode := plan.NodeAddrs[p.Addr]; isNode || plan.Local.Has(p.Addr) {
 			plan.Problems = append(plan.Problems, Problem{Node: cfg.NodeName, Reason: "InvalidPeer",
 				Message: fmt.Sprintf("external peer %s ignored: it is a node's address", p.Addr)})
 			continue
 		}
-		spec := PeerSpec{Addr: p.Addr, ASN: p.ASN, Port: p.Port, Password: p.Password}
+		spec := PeerSpec{Addr: p.Addr, ASN: p.ASN, Port: p.Port, Password: p.Password, Families: familiesOf(p.Addr) | plan.Local.Families()}
 		if spec.Port == 0 {
 			spec.Port = DefaultPort
 		}

@@ -48,6 +48,9 @@ func peerList(p PeerPlan) string {
 		if s.Port != DefaultPort {
 			e += "/port=" + itoa(uint32(s.Port))
 		}
+		if s.Families != familiesOf(a) {
+			e += "/" + s.Families.String()
+		}
 		out = append(out, e)
 	}
 	return strings.Join(out, " ")

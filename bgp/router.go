@@ -40,6 +40,9 @@ type Router struct {
 	peerUp   map[netip.Addr]string  // session state per peer
 	eorFrom  map[netip.Addr]bool
 	reported map[Problem]bool
+	// offSubnet6 holds the IPv6 prefixes not routed because their node is
+	// on another subnet, each logged once.
+	offSubnet6 map[netip.Prefix]bool
 	// restarting is set when we found our routes in the kernel at start: they
 	// are kept until every peer sent End-of-RIB or the deferral time passed.
 	restarting bool
@@ -69,7 +72,7 @@ func New(cfg Config) (*Router, error) {
 			ExternalIP: cfg.AdvertiseExternalIP, LoadBalancerIP: cfg.AdvertiseLoadBalancerIP}),
 		cluster: newClusterPrefixes(),
 		env:     RouteEnv{Overlay: cfg.EnableOverlay, OverlayType: cfg.OverlayType, Ignore: map[netip.Prefix]bool{}},
-		best:    map[netip.Prefix]BestPath{}, routes: map[netip.Prefix]Route{}, peerUp: map[netip.Addr]string{},
+		best:    map[netip.Prefix]BestPath{}, routes: map[netip.Prefix]Route{}, peerUp: map[netip.Addr]string{}, offSubnet6: map[netip.Prefix]bool{},
 		eorFrom: map[netip.Addr]bool{}, reported: map[Problem]bool{},
 	}
 	go r.run(ctx)
@@ -101,20 +104,21 @@ func (r *Router) Sync(ctx context.Context, state *model.State, changes *model.Ch
 			if err := r.startSpeaker(plan); err != nil {
 				return err
 			}
-		} else if plan.LocalASN != r.plan.LocalASN || plan.RouterID != r.plan.RouterID || plan.NodeAddr != r.plan.NodeAddr {
-			r.log.Warn("This node's ASN, router ID or address changed; restart nfrouter to apply",
-				"asn", plan.LocalASN, "routerID", plan.RouterID, "address", plan.NodeAddr)
-			plan.LocalASN, plan.RouterID, plan.NodeAddr = r.plan.LocalASN, r.plan.RouterID, r.plan.NodeAddr
+		} else if plan.LocalASN != r.plan.LocalASN || plan.RouterID != r.plan.RouterID || plan.Local != r.plan.Local {
+			r.log.Warn("This node's ASN, router ID or addresses changed; restart nfrouter to apply",
+				"asn", plan.LocalASN, "routerID", plan.RouterID, "ipv4", plan.Local.V4, "ipv6", plan.Local.V6)
+			plan.LocalASN, plan.RouterID, plan.NodeAddr, plan.Local = r.plan.LocalASN, r.plan.RouterID, r.plan.NodeAddr, r.plan.Local
 		}
 		r.plan = plan
 		if _, err := r.speaker.SetPeers(ctx, plan); err != nil {
 			errs = append(errs, err)
 		}
-		r.env.NodeAddr, r.env.NodeAddrs = plan.NodeAddr, plan.NodeAddrs
+		r.env.Local, r.env.NodeAddrs = plan.Local, plan.NodeAddrs
 		r.dropPathsOfGonePeers()
 	}
 	delta, problems := r.adv.Update(state, changes)
 	r.report(problems)
+	r.report(r.noNextHop(delta.Add))
 	if err := r.speaker.Advertise(ctx, delta); err != nil {
 		errs = append(errs, err)
 	}
@@ -170,6 +174,19 @@ func (r *Router) startSpeaker(plan PeerPlan) error {
 		"gracefulRestart", r.cfg.GracefulRestart, "restarting", r.restarting, "keptRoutes", len(existing))
 	close(r.ready)
 	return nil
+}
+
+// noNextHop returns a problem for each prefix to advertise of a family this
+// node has no address of: the speaker leaves it out. r.mu is held.
+func (r *Router) noNextHop(add []netip.Prefix) []Problem {
+	var out []Problem
+	for _, p := range add {
+		if !r.plan.Local.For(p.Addr()).IsValid() {
+			out = append(out, Problem{Node: r.cfg.NodeName, Reason: "NoNextHop",
+				Message: fmt.Sprintf("%s not advertised: the node has no internal address of its family", p)})
+		}
+	}
+	return out
 }
 
 // report logs and records each problem once while it lasts.

@@ -39,7 +39,9 @@ func (r Route) String() string {
 
 // RouteEnv is what the route planner knows of the node.
 type RouteEnv struct {
-	NodeAddr netip.Addr
+	// Local are this node's addresses; the IPv4 one is the local end of its
+	// tunnels.
+	Local FamilyAddrs
 	// NodeAddrs maps other nodes' addresses to their names.
 	NodeAddrs map[netip.Addr]string
 	// Subnets are the prefixes of this node's interface addresses: a next hop
@@ -65,26 +67,43 @@ func (e *RouteEnv) OnSubnet(a netip.Addr) bool {
 
 // PlanRoute turns one best path into the kernel route it asks for; false
 // means there must be no route for the prefix:
-//   - withdrawn paths, our own paths, paths back to us, ignored prefixes: none;
-//   - a node on a shared subnet: via the node, unless --overlay-type=full;
-//   - a node on another subnet with --enable-overlay (or any node with
-//     --overlay-type=full): through an ipip tunnel to it;
+//   - withdrawn paths, our own paths, paths back to us, ignored prefixes,
+//     next hops of the other family: none;
+//   - a node on a shared subnet: via the node, unless --overlay-type=full
+//     and IPv4;
+//   - an IPv4 node on another subnet with --enable-overlay (or any IPv4 node
+//     with --overlay-type=full): through an ipip tunnel to it;
+//   - an IPv6 node on another subnet: none, as ipip carries IPv4 only
+//     (OffSubnetIPv6);
 //   - anything else: via the next hop, which the kernel accepts only if it is
 //     reachable on a link.
 func PlanRoute(env *RouteEnv, p BestPath) (Route, bool) {
-	if p.Withdraw || !p.Peer.IsValid() || !p.NextHop.IsValid() || p.NextHop == env.NodeAddr || env.Ignore[p.Prefix] {
+	if p.Withdraw || !p.Peer.IsValid() || !p.NextHop.IsValid() || env.Local.Has(p.NextHop) || env.Ignore[p.Prefix] {
 		return Route{}, false
 	}
 	if p.Prefix.Addr().Is4() != p.NextHop.Is4() {
 		return Route{}, false
 	}
+	if env.OffSubnetIPv6(p) {
+		return Route{}, false
+	}
 	_, isNode := env.NodeAddrs[p.NextHop]
-	tunnel := isNode && env.Overlay && p.NextHop.Is4() && env.NodeAddr.Is4() &&
+	tunnel := isNode && env.Overlay && p.NextHop.Is4() && env.Local.V4.IsValid() &&
 		(env.OverlayType == OverlayFull || !env.OnSubnet(p.NextHop))
 	if tunnel {
 		return Route{Dst: p.Prefix, Tunnel: TunnelName(p.NextHop), TunnelRemote: p.NextHop}, true
 	}
 	return Route{Dst: p.Prefix, Gw: p.NextHop}, true
+}
+
+// OffSubnetIPv6 reports whether p is an IPv6 path from a node on another
+// subnet, which nfrouter cannot route: the overlay is ipip, IPv4 only.
+func (e *RouteEnv) OffSubnetIPv6(p BestPath) bool {
+	if p.Withdraw || !p.NextHop.Is6() || !p.Prefix.Addr().Is6() {
+		return false
+	}
+	_, isNode := e.NodeAddrs[p.NextHop]
+	return isNode && !e.OnSubnet(p.NextHop)
 }
 
 // TunnelName names the tunnel to a remote node: TunnelPrefix and the address

@@ -10,7 +10,7 @@ func TestPlanRoute(t *testing.T) {
 	a := netip.MustParseAddr
 	env := func(overlay bool, typ string) *RouteEnv {
 		return &RouteEnv{
-			NodeAddr:  a("10.0.1.1"),
+			Local:     FamilyAddrs{V4: a("10.0.1.1")},
 			NodeAddrs: map[netip.Addr]string{a("10.0.1.2"): "n2", a("10.0.2.1"): "n3"},
 			Subnets:   []netip.Prefix{p("10.0.1.0/24")},
 			Overlay:   overlay, OverlayType: typ,

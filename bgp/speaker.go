@@ -37,8 +37,10 @@ type Speaker struct {
 	// restarting is whether this server announced a graceful restart.
 	restarting bool
 	peers      map[netip.Addr]PeerSpec
-	nextHop    netip.Addr
-	stop       context.CancelFunc
+	// nextHops are this node's addresses: the next hop of a path is the one
+	// of its prefix's family.
+	nextHops FamilyAddrs
+	stop     context.CancelFunc
 
 	// mu protects queue; notify has a token when queue is not empty.
 	mu     sync.Mutex
@@ -53,7 +55,7 @@ func StartSpeaker(cfg *Config, plan PeerPlan, restarting bool, log *slog.Logger)
 	go s.Serve()
 	ctx, cancel := context.WithCancel(context.Background())
 	sp := &Speaker{s: s, cfg: cfg, log: log, restarting: restarting && cfg.GracefulRestart, peers: map[netip.Addr]PeerSpec{},
-		nextHop: plan.NodeAddr, stop: cancel, notify: make(chan struct{}, 1)}
+		nextHops: plan.Local, stop: cancel, notify: make(chan struct{}, 1)}
 	global := &api.Global{Asn: plan.LocalASN, RouterId: plan.RouterID.String(), ListenPort: int32(cfg.Port)}
 	if err := s.StartBgp(ctx, &api.StartBgpRequest{Global: global}); err != nil {
 		cancel()
@@ -163,7 +165,7 @@ func (sp *Speaker) SetPeers(ctx context.Context, plan PeerPlan) (changed int, er
 		}
 		sp.peers[addr] = want
 		changed++
-		sp.log.Info("BGP peer added", "peer", addr, "asn", want.ASN, "node", want.Node, "rrClient", want.RRClusterID != "")
+		sp.log.Info("BGP peer added", "peer", addr, "asn", want.ASN, "node", want.Node, "families", want.Families.String(), "rrClient", want.RRClusterID != "")
 	}
 	if err := editDefinedSet(ctx, sp.s, externalPeerSet(extDel), false); err != nil {
 		errs = append(errs, err)
@@ -184,8 +186,6 @@ func (sp *Speaker) apiPeer(localASN uint32, p PeerSpec) *api.Peer {
 	if p.RRClusterID != "" {
 		out.RouteReflector = &api.RouteReflector{RouteReflectorClient: true, RouteReflectorClusterId: p.RRClusterID}
 	}
-	family := familyOf(p.Addr)
-	afi := &api.AfiSafi{Config: &api.AfiSafiConfig{Family: family, Enabled: true}}
 	if sp.cfg.GracefulRestart {
 		out.GracefulRestart = &api.GracefulRestart{
 			Enabled:      true,
@@ -196,17 +196,38 @@ func (sp *Speaker) apiPeer(localASN uint32, p PeerSpec) *api.Peer {
 			NotificationEnabled: true,
 			LocalRestarting:     sp.restarting,
 		}
-		afi.MpGracefulRestart = &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}
 	}
-	out.AfiSafis = []*api.AfiSafi{afi}
+	families := p.Families
+	if families == 0 {
+		families = familiesOf(p.Addr)
+	}
+	for _, f := range []struct {
+		bit    Families
+		family *api.Family
+	}{{IPv4, familyV4}, {IPv6, familyV6}} {
+		if families&f.bit == 0 {
+			continue
+		}
+		afi := &api.AfiSafi{Config: &api.AfiSafiConfig{Family: f.family, Enabled: true}}
+		if sp.cfg.GracefulRestart {
+			afi.MpGracefulRestart = &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: true}}
+		}
+		out.AfiSafis = append(out.AfiSafis, afi)
+	}
 	return out
 }
 
-// Advertise originates and withdraws paths with this node as next hop.
+// Advertise originates and withdraws paths with this node as next hop: its
+// address of the prefix's family. A prefix of a family this node has no
+// address of is left out (the router reports it).
 func (sp *Speaker) Advertise(ctx context.Context, d AdvertDelta) error {
 	var errs []error
 	for _, p := range d.Withdraw {
-		path, err := apiPath(p, sp.nextHop)
+		nh := sp.nextHops.For(p.Addr())
+		if !nh.IsValid() {
+			continue
+		}
+		path, err := apiPath(p, nh)
 		if err == nil {
 			err = sp.s.DeletePath(ctx, &api.DeletePathRequest{Family: path.Family, Path: path})
 		}
@@ -215,7 +236,11 @@ func (sp *Speaker) Advertise(ctx context.Context, d AdvertDelta) error {
 		}
 	}
 	for _, p := range d.Add {
-		path, err := apiPath(p, sp.nextHop)
+		nh := sp.nextHops.For(p.Addr())
+		if !nh.IsValid() {
+			continue
+		}
+		path, err := apiPath(p, nh)
 		if err == nil {
 			_, err = sp.s.AddPath(ctx, &api.AddPathRequest{Path: path})
 		}
