@@ -127,9 +127,6 @@ func Start(ctx context.Context, cfg Config) (_ *Bed, err error) {
 			return nil, err
 		}
 	}
-	if err := routeNodes(b.Nodes); err != nil {
-		return nil, err
-	}
 	b.progress("%d nodes up", len(b.Nodes))
 	b.Started = time.Since(begin)
 	return b, nil

@@ -88,7 +88,8 @@ func nfrouter(t *testing.T) string {
 	return nfrouterBin
 }
 
-// startRouters runs nfrouter on every node and waits until each is healthy.
+// startRouters runs nfrouter on every node and waits until each is healthy
+// and the nodes have learned each other's pod routes.
 func startRouters(t *testing.T, bed *cluster.Bed, extra ...string) []*cluster.NFRouter {
 	t.Helper()
 	var rs []*cluster.NFRouter
@@ -104,6 +105,11 @@ func startRouters(t *testing.T, bed *cluster.Bed, extra ...string) []*cluster.NF
 			t.Fatal(err)
 		}
 	}
+	start := time.Now()
+	if err := bed.WaitPodRoutes(t.Context(), 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("pod routes learned over BGP %s after every nfrouter was healthy", time.Since(start).Round(time.Millisecond))
 	return rs
 }
 

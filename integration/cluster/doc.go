@@ -8,11 +8,12 @@
 //	host namespace    etcd, kube-apiserver, kube-controller-manager on 127.0.0.1;
 //	                  the harness itself (it plays kubelet and scheduler)
 //	fabric namespace  bridge br0; one veth per node (no address: a switch)
-//	node namespace    eth0 on the bridge with the node's InternalIP; static routes
-//	                  to the other nodes' pod CIDRs; one veth per pod with /32
-//	                  routes (netnstest's routed-CNI layout); an API proxy on
-//	                  127.0.0.1 that forwards to the host's API server (like k3s'
-//	                  agent load balancer); nfrouter
+//	node namespace    eth0 on the bridge with the node's InternalIP; one veth per
+//	                  pod with /32 routes (netnstest's routed-CNI layout); an
+//	                  API proxy on 127.0.0.1 that forwards to the host's API
+//	                  server (like k3s' agent load balancer); nfrouter, whose
+//	                  BGP mesh (graceful restart on) installs the routes to the
+//	                  other nodes' pod CIDRs: the bed adds none (WaitPodRoutes)
 //	pod namespace     eth0 with the pod IP, default route via the node; small Go
 //	                  servers on the pod's container ports
 //

@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -108,25 +111,42 @@ func (b *Bed) addNode(i int) (*Node, error) {
 	return n, nil
 }
 
-// routeNodes adds static routes from every node to every other node's pod
-// CIDR (the BGP work will replace them).
-func routeNodes(nodes []*Node) error {
-	for _, n := range nodes {
-		eth, err := n.h.LinkByName("eth0")
+// WaitPodRoutes waits until every node has a route to every other node's
+// pod CIDR via that node: the routes nfrouter's BGP router installs (the bed
+// adds none of its own).
+func (b *Bed) WaitPodRoutes(ctx context.Context, timeout time.Duration) error {
+	_, err := pollUntil(ctx, timeout, func() (struct{}, bool, error) {
+		missing, err := missingPodRoutes(b.Nodes)
 		if err != nil {
-			return fmt.Errorf("%s: %w", n.Name, err)
+			return struct{}{}, false, err
 		}
+		return struct{}{}, len(missing) == 0, nil
+	})
+	if err != nil {
+		missing, _ := missingPodRoutes(b.Nodes)
+		return fmt.Errorf("pod routes: still missing %s: %w", strings.Join(missing, ", "), err)
+	}
+	return nil
+}
+
+// missingPodRoutes lists "node: CIDR via IP" for each route not yet there.
+func missingPodRoutes(nodes []*Node) ([]string, error) {
+	var missing []string
+	for _, n := range nodes {
 		for _, o := range nodes {
 			if o == n {
 				continue
 			}
-			r := &netlink.Route{LinkIndex: eth.Attrs().Index, Dst: ipNet(o.PodCIDR), Gw: o.IP.AsSlice()}
-			if err := n.h.RouteAdd(r); err != nil {
-				return fmt.Errorf("%s: route to %s: %w", n.Name, o.PodCIDR, err)
+			routes, err := n.h.RouteListFiltered(unix.AF_INET, &netlink.Route{Dst: ipNet(o.PodCIDR)}, netlink.RT_FILTER_DST)
+			if err != nil {
+				return nil, fmt.Errorf("%s: list routes: %w", n.Name, err)
+			}
+			if !slices.ContainsFunc(routes, func(r netlink.Route) bool { return net.IP(o.IP.AsSlice()).Equal(r.Gw) }) {
+				missing = append(missing, fmt.Sprintf("%s: %s via %s", n.Name, o.PodCIDR, o.IP))
 			}
 		}
 	}
-	return nil
+	return missing, nil
 }
 
 // apiProxy listens on 127.0.0.1:APIProxyPort inside the node namespace and

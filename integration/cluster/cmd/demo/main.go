@@ -89,6 +89,11 @@ func run(cache, nfrouter, repo string, replicas int, churn time.Duration) error 
 			return err
 		}
 	}
+	start := time.Now()
+	if err := bed.WaitPodRoutes(ctx, time.Minute); err != nil {
+		return err
+	}
+	step("pod routes learned over BGP after %s", time.Since(start).Round(time.Millisecond))
 	step("adding the headless service web-headless (3 ports) in front of the web pods")
 	if err := fr.CreateHeadless(ctx, bed); err != nil {
 		return err
