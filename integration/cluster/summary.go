@@ -12,7 +12,7 @@ type Summary struct {
 	Node            string
 	EventsChanged   float64 // events that changed the model
 	EventsIgnored   float64 // events that changed nothing nfrouter reads
-	Syncs           float64 // firewall syncs, all reasons
+	Syncs           float64 // nftables backend syncs, all reasons
 	Transactions    float64 // nftables transactions sent
 	NetlinkMessages float64
 	ElementsAdded   float64
@@ -47,7 +47,7 @@ func (s Summary) Minus(o Summary) Summary {
 
 func (s Summary) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: events changed=%.0f ignored=%.0f, firewall syncs=%.0f, nftables transactions=%.0f (netlink messages=%.0f, elements +%.0f/-%.0f, chains rewritten=%.0f), execve=%d",
+	fmt.Fprintf(&b, "%s: events changed=%.0f ignored=%.0f, nftables syncs=%.0f, transactions=%.0f (netlink messages=%.0f, elements +%.0f/-%.0f, chains rewritten=%.0f), execve=%d",
 		s.Node, s.EventsChanged, s.EventsIgnored, s.Syncs, s.Transactions, s.NetlinkMessages,
 		s.ElementsAdded, s.ElementsRemoved, s.ChainsRewritten, s.Execs)
 	return b.String()
