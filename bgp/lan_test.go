@@ -19,9 +19,12 @@ type testNode struct {
 	name string
 	addr netip.Addr
 	cidr netip.Prefix
-	ns   *netnstest.Node
-	h    *netlink.Handle
-	pod  *netnstest.Pod
+	// addr6 and cidr6 are set on a dual-stack node.
+	addr6 netip.Addr
+	cidr6 netip.Prefix
+	ns    *netnstest.Node
+	h     *netlink.Handle
+	pod   *netnstest.Pod
 }
 
 // newSwitch makes a namespace with a bridge that nodes plug into.
@@ -80,8 +83,7 @@ func plugInto(t *testing.T, sw *netlink.Handle, bridge, port string, ns netns.Ns
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &netlink.Addr{IPNet: &net.IPNet{IP: addr.Addr().AsSlice(), Mask: net.CIDRMask(addr.Bits(), addr.Addr().BitLen())}}
-	if err := h.AddrAdd(eth, a); err != nil {
+	if err := h.AddrAdd(eth, nodadAddr(addr)); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.LinkSetUp(eth); err != nil {
@@ -89,9 +91,15 @@ func plugInto(t *testing.T, sw *netlink.Handle, bridge, port string, ns netns.Ns
 	}
 }
 
-// newTestNode makes node i (1-based) at addr with pod CIDR 10.244.i.0/24 and
-// a pod at 10.244.i.10.
-func newTestNode(t *testing.T, name string, addr netip.Prefix, cidr netip.Prefix) *testNode {
+// nodadAddr is addr for AddrAdd, without duplicate address detection: a
+// tentative IPv6 address cannot be used for a second or so.
+func nodadAddr(addr netip.Prefix) *netlink.Addr {
+	return &netlink.Addr{IPNet: &net.IPNet{IP: addr.Addr().AsSlice(), Mask: net.CIDRMask(addr.Bits(), addr.Addr().BitLen())}, Flags: unix.IFA_F_NODAD}
+}
+
+// newTestNode makes node name at addr with pod CIDR cidr (and the further
+// pod CIDRs more) and a pod at address .10 of each CIDR.
+func newTestNode(t *testing.T, name string, addr netip.Prefix, cidr netip.Prefix, more ...netip.Prefix) *testNode {
 	t.Helper()
 	n := &testNode{name: name, addr: addr.Addr(), cidr: cidr, ns: netnstest.NewNode(t)}
 	h, err := netlink.NewHandleAt(n.ns.NS)
@@ -100,9 +108,15 @@ func newTestNode(t *testing.T, name string, addr netip.Prefix, cidr netip.Prefix
 	}
 	t.Cleanup(h.Close)
 	n.h = h
-	b := cidr.Addr().As4()
-	b[3] = 10
-	n.pod = n.ns.AddPod("pod-"+name, netip.AddrFrom4(b))
+	var podIPs []netip.Addr
+	for _, c := range append([]netip.Prefix{cidr}, more...) {
+		ip := c.Masked().Addr()
+		for range 10 {
+			ip = ip.Next()
+		}
+		podIPs = append(podIPs, ip)
+	}
+	n.pod = n.ns.AddPod("pod-"+name, podIPs...)
 	// Pods answer on 8080 with their name.
 	n.pod.Serve(t, "tcp", 8080)
 	return n
@@ -111,7 +125,7 @@ func newTestNode(t *testing.T, name string, addr netip.Prefix, cidr netip.Prefix
 // ourRoutes lists the routes with RouteProtocol in the node's main table.
 func (n *testNode) ourRoutes(t testing.TB) map[netip.Prefix]netlink.Route {
 	t.Helper()
-	rs, err := n.h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Protocol: RouteProtocol, Table: unix.RT_TABLE_MAIN},
+	rs, err := n.h.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Protocol: RouteProtocol, Table: unix.RT_TABLE_MAIN},
 		netlink.RT_FILTER_PROTOCOL|netlink.RT_FILTER_TABLE)
 	if err != nil {
 		t.Fatalf("list routes of %s: %v", n.name, err)
@@ -136,15 +150,20 @@ func (n *testNode) hasRoute(t testing.TB, dst netip.Prefix, gw netip.Addr) bool 
 }
 
 // sessionEstablished reports whether the node has an established TCP
-// connection to peer's BGP port, read from the node's /proc/net/tcp.
+// connection from its address of peer's family to peer's BGP port, read
+// from the node's /proc/net/tcp or tcp6.
 func (n *testNode) sessionEstablished(t testing.TB, peer netip.Addr) bool {
 	var found bool
+	local, file := n.addr, "/proc/thread-self/net/tcp"
+	if peer.Is6() {
+		local, file = n.addr6, "/proc/thread-self/net/tcp6"
+	}
 	err := kerneltest.Do(n.ns.NS, func() error {
-		b, err := os.ReadFile("/proc/thread-self/net/tcp")
+		b, err := os.ReadFile(file)
 		if err != nil {
 			return err
 		}
-		found = tcpEstablished(string(b), n.addr, peer, DefaultPort)
+		found = tcpEstablished(string(b), local, peer, DefaultPort)
 		return nil
 	})
 	if err != nil {

@@ -7,11 +7,18 @@ import (
 )
 
 // tcpEstablished finds an ESTABLISHED (state 01) connection between a and b
-// with port on either end in the text of /proc/net/tcp.
+// with port on either end in the text of /proc/net/tcp (IPv4 addresses) or
+// /proc/net/tcp6 (IPv6 addresses).
 func tcpEstablished(procTCP string, a, b netip.Addr, port uint16) bool {
+	// The kernel prints an address as 32-bit words in host byte order
+	// (little-endian here), each as 8 hex digits.
 	hex := func(x netip.Addr) string {
-		v := x.As4()
-		return fmt.Sprintf("%02X%02X%02X%02X", v[3], v[2], v[1], v[0])
+		v := x.AsSlice()
+		var s strings.Builder
+		for w := 0; w < len(v); w += 4 {
+			fmt.Fprintf(&s, "%02X%02X%02X%02X", v[w+3], v[w+2], v[w+1], v[w])
+		}
+		return s.String()
 	}
 	p := fmt.Sprintf("%04X", port)
 	for _, line := range strings.Split(procTCP, "\n")[1:] {

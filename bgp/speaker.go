@@ -257,11 +257,15 @@ func (sp *Speaker) SetClusterPrefixes(ctx context.Context, add, remove []netip.P
 	if len(add) == 0 && len(remove) == 0 {
 		return nil
 	}
-	if err := editDefinedSet(ctx, sp.s, clusterPrefixSet(add), true); err != nil {
-		return err
+	for _, set := range clusterPrefixSets(add) {
+		if err := editDefinedSet(ctx, sp.s, set, true); err != nil {
+			return err
+		}
 	}
-	if err := editDefinedSet(ctx, sp.s, clusterPrefixSet(remove), false); err != nil {
-		return err
+	for _, set := range clusterPrefixSets(remove) {
+		if err := editDefinedSet(ctx, sp.s, set, false); err != nil {
+			return err
+		}
 	}
 	var errs []error
 	for addr, p := range sp.peers {
