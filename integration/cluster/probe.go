@@ -17,10 +17,18 @@ import (
 // server's answer within timeout. Timeouts and refusals are "no"; only a
 // failure to enter the pod's namespace is an error.
 func (p *Pod) Probe(protocol string, dst netip.Addr, port int, timeout time.Duration) (bool, error) {
+	answer, err := p.Ask(protocol, dst, port, timeout)
+	return answer != "", err
+}
+
+// Ask connects from pod p to dst on protocol/port and returns what the server
+// answered: the name of the pod serving it, or "" when nothing answered
+// within timeout.
+func (p *Pod) Ask(protocol string, dst netip.Addr, port int, timeout time.Duration) (string, error) {
 	if p.net == nil {
-		return false, fmt.Errorf("pod %s is not running", p.key())
+		return "", fmt.Errorf("pod %s is not running", p.key())
 	}
-	var ok bool
+	var answer string
 	err := kerneltest.Do(p.net.ns, func() error {
 		target := netip.AddrPortFrom(dst, uint16(port)).String()
 		c, err := net.DialTimeout(protocol, target, timeout)
@@ -36,10 +44,10 @@ func (p *Pod) Probe(protocol string, dst netip.Addr, port int, timeout time.Dura
 		}
 		buf := make([]byte, 64)
 		n, _ := c.Read(buf)
-		ok = n > 0
+		answer = string(buf[:n])
 		return nil
 	})
-	return ok, err
+	return answer, err
 }
 
 // ProbeCase is one expected connection of a probe matrix.
