@@ -42,7 +42,11 @@ func primitiveChains() ([]ruleset.Set, []*ruleset.Chain) {
 		Rules: []ruleset.Rule{
 			{Matches: []ruleset.Match{ruleset.AddrIn{Src: true, Not: true, Set: "addrs"}, ruleset.MarkSet{Bits: 0x4000}}},
 		}}
-	return sets, []*ruleset.Chain{post, pre}
+	input := &ruleset.Chain{Name: "input", Base: &ruleset.Hook{Hook: "input", Type: "filter"},
+		Rules: []ruleset.Rule{
+			{Matches: []ruleset.Match{ruleset.AddrIn{Set: "addrs"}, ruleset.ICMPv4Type{Type: 8, Name: "echo-request"}}, Verdict: ruleset.Accept{}},
+		}}
+	return sets, []*ruleset.Chain{post, pre, input}
 }
 
 // TestKernelPrimitivesRoundTrip programs every rule primitive and checks that

@@ -33,6 +33,7 @@ type proxyOptions struct {
 	nodePortRange       string
 	masqueradeAll       bool
 	clusterCIDRs        []string
+	hairpinMode         bool
 }
 
 func (p *proxyOptions) addFlags(fs *pflag.FlagSet) {
@@ -42,6 +43,7 @@ func (p *proxyOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&p.nodePortRange, "service-node-port-range", "30000-32767", "The cluster's NodePort range; IPVS services on node addresses in it are nfrouter's.")
 	fs.BoolVar(&p.masqueradeAll, "masquerade-all", false, "Masquerade all traffic to services, not only traffic from outside the cluster CIDRs.")
 	fs.StringSliceVar(&p.clusterCIDRs, "cluster-cidr", nil, "The cluster's pod CIDRs (one per family, comma-separated); traffic to a service from outside them is masqueraded. Default: the pod CIDRs of all Node objects.")
+	fs.BoolVar(&p.hairpinMode, "hairpin-mode", false, "Let every service's endpoints reach themselves through the service (hairpin), not only those of services annotated kube-router.io/service.hairpin.")
 }
 
 // clusterPrefixes parses --cluster-cidr.

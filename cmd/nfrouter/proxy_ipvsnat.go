@@ -1,5 +1,25 @@
 package main
 
+import (
+	"github.com/nfrouter/nfrouter/ipvs"
+	"github.com/nfrouter/nfrouter/nft"
+	"github.com/nfrouter/nfrouter/nft/ruleset"
+)
+
 // ipvsNATPart is what the IPVS proxy needs from the nftables table:
-// masquerading, hairpin, the service-address set. Not yet: nil.
-func ipvsNATPart(w wiring) nftPart { return nil }
+// masquerading, hairpin, the service-address sets and the drop of traffic to
+// service addresses on ports no service has.
+func ipvsNATPart(w wiring) nftPart {
+	return func(t *ruleset.Table) (nft.Part, error) {
+		cidrs, err := w.o.proxy.clusterPrefixes()
+		if err != nil {
+			return nil, err
+		}
+		return ipvs.NewNAT(t, ipvs.NATConfig{
+			PlanConfig:    ipvs.PlanConfig{NodeName: w.nodeName, NodePortBindOnAllIPs: w.o.proxy.nodePortBindOnAllIP},
+			MasqueradeAll: w.o.proxy.masqueradeAll,
+			ClusterCIDRs:  cidrs,
+			HairpinAll:    w.o.proxy.hairpinMode,
+		}), nil
+	}
+}

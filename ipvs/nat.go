@@ -1,0 +1,244 @@
+package ipvs
+
+import (
+	"cmp"
+	"context"
+	"maps"
+	"net/netip"
+	"slices"
+
+	"github.com/nfrouter/nfrouter/model"
+	"github.com/nfrouter/nfrouter/nft/ruleset"
+)
+
+// NATConfig configures the IPVS proxy's share of nfrouter's nftables table.
+type NATConfig struct {
+	PlanConfig
+	// MasqueradeAll (--masquerade-all) masquerades every connection to a
+	// virtual service, not only those from outside the cluster CIDRs.
+	MasqueradeAll bool
+	// ClusterCIDRs (--cluster-cidr) are the cluster's pod networks: traffic
+	// from them keeps its source. Empty: the pod CIDRs of all Node objects.
+	ClusterCIDRs []netip.Prefix
+	// HairpinAll (--hairpin-mode) masquerades a pod's connection to itself
+	// through any service, not only through services with the
+	// kube-router.io/service.hairpin annotation.
+	HairpinAll bool
+}
+
+// NAT is what the IPVS proxy needs from nftables, the helpers kube-router
+// built from iptables and ipsets: the service-address sets, masquerading of
+// traffic to virtual services, hairpin, and dropping traffic to a service
+// address on a port no service has. It is a part of the nft backend (it has
+// the nft.Part method set) and pure: it writes desired objects into a
+// ruleset.Table and touches no kernel state. nat_rules.go lays out the
+// chains.
+//
+// It plans virtual services with the proxy's own pure function
+// (planServicePort), one service port at a time, and keeps only the set
+// elements each port contributed: a changed service port or endpoint list
+// costs the elements that differ, never a chain rewrite. Schedulers and
+// address conflicts between ports do not matter here: elements are counted
+// per contributor, so two ports wanting one address share its element.
+type NAT struct {
+	cfg NATConfig
+	t   *ruleset.Table
+
+	// byPort holds the elements each service port contributes, sorted and
+	// without duplicates.
+	byPort map[model.ServicePortKey][]natElem
+	// services counts the virtual services of each family (fam index).
+	services [2]int
+	// fams are the families whose objects are in the table: those that have
+	// a virtual service.
+	fams [2]bool
+}
+
+// natElem is one element of one of our sets.
+type natElem struct {
+	set string
+	e   ruleset.Element
+}
+
+func (a natElem) compare(b natElem) int { return cmp.Or(cmp.Compare(a.set, b.set), a.e.Compare(b.e)) }
+
+// NewNAT returns the NAT part, writing into t; it plans nothing until the
+// first Plan.
+func NewNAT(t *ruleset.Table, cfg NATConfig) *NAT {
+	return &NAT{cfg: cfg, t: t, byPort: map[model.ServicePortKey][]natElem{}}
+}
+
+// Name names the part in logs.
+func (n *NAT) Name() string { return "ipvs-nat" }
+
+// Kinds are the model kinds NAT reads: service ports and endpoints for the
+// virtual services, nodes for NodePort addresses and the cluster CIDRs.
+func (n *NAT) Kinds() model.Kinds {
+	return model.KindServicePorts | model.KindEndpoints | model.KindNodes
+}
+
+// Plan brings NAT's objects in line with state; changes names what changed,
+// or is Full.
+func (n *NAT) Plan(_ context.Context, state *model.State, changes *model.Changes) {
+	full := changes == nil || changes.Full
+	type update struct {
+		key       model.ServicePortKey
+		old, want []natElem
+	}
+	var updates []update
+	services := n.services
+	for _, k := range n.affected(state, changes) {
+		old, want := n.byPort[k], n.elemsOf(k, state)
+		if slices.Equal(old, want) {
+			continue
+		}
+		for i, d := range [2]int{-1, 1} {
+			for _, e := range [][]natElem{old, want}[i] {
+				if e.set == servicesSet(false) || e.set == servicesSet(true) {
+					services[famOf(e.e.Addr)] += d
+				}
+			}
+		}
+		updates = append(updates, update{k, old, want})
+	}
+
+	// Objects of a family that comes are there before its elements; those
+	// of a family that goes, after its elements left.
+	fams := [2]bool{services[0] > 0, services[1] > 0}
+	famsChanged := fams != n.fams
+	n.putSets(fams, n.fams)
+	for _, u := range updates {
+		n.replace(u.old, u.want)
+		if len(u.want) == 0 {
+			delete(n.byPort, u.key)
+		} else {
+			n.byPort[u.key] = u.want
+		}
+	}
+	n.services = services
+	n.deleteSets(n.fams, fams)
+	n.fams = fams
+	if full || famsChanged {
+		n.putChains()
+	}
+	if full || famsChanged || len(changes.Nodes) > 0 {
+		n.planClusterCIDRs(state)
+	}
+}
+
+// affected returns the service ports to plan again: the changed ones, every
+// NodePort when this node changed, everything on a full sync.
+func (n *NAT) affected(state *model.State, changes *model.Changes) []model.ServicePortKey {
+	set := map[model.ServicePortKey]struct{}{}
+	if changes == nil || changes.Full {
+		for k := range state.ServicePorts {
+			set[k] = struct{}{}
+		}
+		for k := range n.byPort {
+			set[k] = struct{}{}
+		}
+	} else {
+		maps.Copy(set, changes.ServicePorts)
+		maps.Copy(set, changes.Endpoints)
+		if changes.Nodes.Has(n.cfg.NodeName) {
+			for k, sp := range state.ServicePorts {
+				if sp.NodePort != 0 {
+					set[k] = struct{}{}
+				}
+			}
+		}
+	}
+	return slices.SortedFunc(maps.Keys(set), compareServicePortKey)
+}
+
+// elemsOf returns the elements service port k contributes in state, sorted
+// and without duplicates.
+func (n *NAT) elemsOf(k model.ServicePortKey, state *model.State) []natElem {
+	sp := state.ServicePorts[k]
+	if sp == nil {
+		return nil
+	}
+	eps := state.Endpoints[k]
+	var out []natElem
+	for _, vs := range planServicePort(sp, eps, state.Nodes[n.cfg.NodeName], n.cfg.PlanConfig, defaultSched) {
+		v6 := vs.Addr.Is6()
+		out = append(out, natElem{servicesSet(v6), ruleset.Element{Addr: vs.Addr, Proto: uint8(vs.Proto), Port: vs.Port}})
+		if vs.Kind.OnDummy() {
+			out = append(out, natElem{vipsSet(v6), ruleset.Element{Addr: vs.Addr}})
+		}
+		if vs.Local && vs.Kind.External() && !n.cfg.MasqueradeAll {
+			out = append(out, natElem{localExternalSet(v6), ruleset.Element{Addr: vs.Addr, Proto: uint8(vs.Proto), Port: vs.Port}})
+		}
+		if n.cfg.HairpinAll || sp.Options.Hairpin {
+			out = append(out, hairpinElems(&vs, eps, n.cfg.NodeName)...)
+		}
+	}
+	slices.SortFunc(out, natElem.compare)
+	return slices.Compact(out)
+}
+
+// replace swaps a port's old elements for want, touching only those that
+// differ. Both are sorted and without duplicates.
+func (n *NAT) replace(old, want []natElem) {
+	i, j := 0, 0
+	for i < len(old) || j < len(want) {
+		switch {
+		case j == len(want) || (i < len(old) && old[i].compare(want[j]) < 0):
+			n.t.RemoveElement(old[i].set, old[i].e)
+			i++
+		case i == len(old) || old[i].compare(want[j]) > 0:
+			n.t.AddElement(want[j].set, want[j].e)
+			j++
+		default:
+			i, j = i+1, j+1
+		}
+	}
+}
+
+// planClusterCIDRs fills the cluster-CIDR sets of the families in use from
+// --cluster-cidr or, without it, from the pod CIDRs of every node.
+func (n *NAT) planClusterCIDRs(state *model.State) {
+	if n.cfg.MasqueradeAll {
+		return
+	}
+	cidrs := n.cfg.ClusterCIDRs
+	if len(cidrs) == 0 {
+		for _, name := range slices.Sorted(maps.Keys(state.Nodes)) {
+			cidrs = append(cidrs, state.Nodes[name].PodCIDRs...)
+		}
+	}
+	for _, v6 := range famList(n.fams) {
+		s := n.t.Sets[clusterCIDRsSet(v6)]
+		want := ruleset.PrefixRanges(cidrs, nil, v6)
+		have := ruleset.SortedElements(s)
+		if slices.Equal(have, want) {
+			continue
+		}
+		// Interval sets are rewritten whole anyway (see nft's doc).
+		for _, e := range have {
+			n.t.RemoveElement(s.Name, e)
+		}
+		for _, e := range want {
+			n.t.AddElement(s.Name, e)
+		}
+	}
+}
+
+// famOf is the index of a's family in per-family arrays: 0 IPv4, 1 IPv6.
+func famOf(a netip.Addr) int {
+	if a.Is6() {
+		return 1
+	}
+	return 0
+}
+
+// famList lists the families of fams as "is IPv6" flags, IPv4 first.
+func famList(fams [2]bool) []bool {
+	var out []bool
+	for i, v6 := range []bool{false, true} {
+		if fams[i] {
+			out = append(out, v6)
+		}
+	}
+	return out
+}

@@ -1,0 +1,164 @@
+package ipvs
+
+import (
+	"github.com/nfrouter/nfrouter/nft/ruleset"
+)
+
+// The chains and sets of the NAT part, per family in use (v4 shown):
+//
+//	set ipvs-services-v4       addr . proto . port of every virtual service
+//	set ipvs-vips-v4           service addresses on kube-dummy-if (not node IPs)
+//	set ipvs-hairpin-v4        endpoint . endpoint pairs of local endpoints of hairpin services
+//	set ipvs-cluster-cidrs-v4  the cluster's pod networks (not with --masquerade-all)
+//	set ipvs-local-external-v4 NodePorts, external and LB IPs of traffic policy Local (not with --masquerade-all)
+//
+//	chain ipvs-mark-prerouting (nat prerouting, dstnat), ipvs-mark-output (nat output, dstnat)
+//	  ip daddr . meta l4proto . th dport @ipvs-local-external-v4 accept   (prerouting only)
+//	  ip saddr != @ipvs-cluster-cidrs-v4 ip daddr . meta l4proto . th dport @ipvs-services-v4 meta mark set meta mark | 0x00004000
+//	chain ipvs-postrouting (nat postrouting, srcnat)
+//	  meta mark & 0x00004000 == 0x00004000 meta mark set meta mark ^ 0x00004000 masquerade
+//	  ip saddr . ip daddr @ipvs-hairpin-v4 masquerade
+//	chain ipvs-input (filter input, filter)
+//	  ip daddr . meta l4proto . th dport @ipvs-services-v4 accept
+//	  ip daddr @ipvs-vips-v4 ct state established,related accept
+//	  ip daddr @ipvs-vips-v4 icmp type echo-request accept
+//	  ip daddr @ipvs-vips-v4 drop
+//
+// The mark is set where the destination is still the virtual service: IPVS
+// rewrites it at LOCAL_IN (or LOCAL_OUT), after nat prerouting and output,
+// and the mark survives its forwarding to postrouting, where the connection
+// is masqueraded (kube-proxy's IPVS mode does the same with iptables; nat
+// chains see only the first packet of a connection, so the mark need not be
+// kept). ipvs-input runs before IPVS takes the packet (IPVS hooks LOCAL_IN
+// at priority 98): an accept there only ends our chain, so the accepts just
+// keep service ports, replies and pings away from the drop at the end.
+// Connections that arrive for a virtual service of external traffic policy
+// Local keep their client's address (the policy's purpose, as in
+// kube-proxy): only local endpoints serve them, so replies pass this node
+// anyway. The node's own connections to them are masqueraded like any other
+// (kube-proxy does too): their source may be a service address.
+// NodePort addresses are the node's own: they are never in ipvs-vips, so
+// nothing else sent to the node is dropped.
+
+// Chain names.
+const (
+	natChainMarkPrerouting = "ipvs-mark-prerouting"
+	natChainMarkOutput     = "ipvs-mark-output"
+	natChainPostrouting    = "ipvs-postrouting"
+	natChainInput          = "ipvs-input"
+)
+
+func fam(v6 bool) string {
+	if v6 {
+		return "v6"
+	}
+	return "v4"
+}
+
+func servicesSet(v6 bool) string      { return "ipvs-services-" + fam(v6) }
+func vipsSet(v6 bool) string          { return "ipvs-vips-" + fam(v6) }
+func hairpinSet(v6 bool) string       { return "ipvs-hairpin-" + fam(v6) }
+func clusterCIDRsSet(v6 bool) string  { return "ipvs-cluster-cidrs-" + fam(v6) }
+func localExternalSet(v6 bool) string { return "ipvs-local-external-" + fam(v6) }
+
+func addrType(v6 bool) ruleset.KeyType {
+	if v6 {
+		return ruleset.Addr6
+	}
+	return ruleset.Addr4
+}
+
+// natSets are the set definitions of one family.
+func (n *NAT) natSets(v6 bool) []ruleset.Set {
+	svc := ruleset.AddrProtoPort4
+	if v6 {
+		svc = ruleset.AddrProtoPort6
+	}
+	sets := []ruleset.Set{
+		{Name: servicesSet(v6), Type: svc, Comment: "IPVS virtual services"},
+		{Name: vipsSet(v6), Type: addrType(v6), Comment: "IPVS service addresses on kube-dummy-if"},
+	}
+	sets = append(sets, hairpinSets(v6)...)
+	if !n.cfg.MasqueradeAll {
+		sets = append(sets,
+			ruleset.Set{Name: clusterCIDRsSet(v6), Type: addrType(v6), Interval: true,
+				Comment: "cluster pod networks: connections from them keep their source"},
+			ruleset.Set{Name: localExternalSet(v6), Type: svc,
+				Comment: "IPVS virtual services of external traffic policy Local: clients keep their source"})
+	}
+	return sets
+}
+
+// putSets defines the sets of the families in fams that are not in had.
+func (n *NAT) putSets(fams, had [2]bool) {
+	for i, v6 := range []bool{false, true} {
+		if fams[i] && !had[i] {
+			for _, s := range n.natSets(v6) {
+				n.t.PutSet(s)
+			}
+		}
+	}
+}
+
+// deleteSets deletes the sets of the families in had that are not in fams.
+func (n *NAT) deleteSets(had, fams [2]bool) {
+	for i, v6 := range []bool{false, true} {
+		if had[i] && !fams[i] {
+			for _, s := range n.natSets(v6) {
+				n.t.DeleteSet(s.Name)
+			}
+		}
+	}
+}
+
+// putChains writes the chains for the families in use, or deletes them
+// when there is none.
+func (n *NAT) putChains() {
+	fams := famList(n.fams)
+	if len(fams) == 0 {
+		for _, c := range []string{natChainMarkPrerouting, natChainMarkOutput, natChainPostrouting, natChainInput} {
+			n.t.DeleteChain(c)
+		}
+		return
+	}
+	var mark, markOutput []ruleset.Rule
+	post := []ruleset.Rule{{Matches: []ruleset.Match{
+		ruleset.MarkHas{Bits: ruleset.MasqueradeMark}, ruleset.MarkClear{Bits: ruleset.MasqueradeMark},
+	}, Verdict: ruleset.Masquerade{}}}
+	var input []ruleset.Rule
+	for _, v6 := range fams {
+		var m []ruleset.Match
+		if !n.cfg.MasqueradeAll {
+			// Only local endpoints serve these, so replies come back
+			// through this node without masquerading.
+			mark = append(mark, ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: localExternalSet(v6)}},
+				Verdict: ruleset.Accept{}})
+			m = append(m, ruleset.AddrIn{V6: v6, Src: true, Not: true, Set: clusterCIDRsSet(v6)})
+		}
+		m = append(m, ruleset.DestPortIn{V6: v6, Set: servicesSet(v6)}, ruleset.MarkSet{Bits: ruleset.MasqueradeMark})
+		mark = append(mark, ruleset.Rule{Matches: m})
+		markOutput = append(markOutput, ruleset.Rule{Matches: m})
+
+		post = append(post, hairpinRules(v6)...)
+
+		vip := ruleset.AddrIn{V6: v6, Set: vipsSet(v6)}
+		var echo ruleset.Match = ruleset.ICMPv4Type{Type: 8, Name: "echo-request"}
+		if v6 {
+			echo = ruleset.ICMPv6Type{Type: 128, Name: "echo-request"}
+		}
+		input = append(input,
+			ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: servicesSet(v6)}}, Verdict: ruleset.Accept{}},
+			ruleset.Rule{Matches: []ruleset.Match{vip, ruleset.CtEstablished{}}, Verdict: ruleset.Accept{}},
+			ruleset.Rule{Matches: []ruleset.Match{vip, echo}, Verdict: ruleset.Accept{}},
+			ruleset.Rule{Matches: []ruleset.Match{vip}, Verdict: ruleset.Drop{}})
+	}
+	dstnat := func(hook string) *ruleset.Hook { return &ruleset.Hook{Hook: hook, Type: "nat", Priority: -100} }
+	n.t.PutChain(&ruleset.Chain{Name: natChainMarkPrerouting, Base: dstnat("prerouting"), Rules: mark,
+		Comment: "IPVS: mark connections to services for masquerading"})
+	n.t.PutChain(&ruleset.Chain{Name: natChainMarkOutput, Base: dstnat("output"), Rules: markOutput,
+		Comment: "IPVS: mark the node's own connections to services for masquerading"})
+	n.t.PutChain(&ruleset.Chain{Name: natChainPostrouting, Base: &ruleset.Hook{Hook: "postrouting", Type: "nat", Priority: 100},
+		Rules: post, Comment: "IPVS: masquerade marked and hairpin connections"})
+	n.t.PutChain(&ruleset.Chain{Name: natChainInput, Base: &ruleset.Hook{Hook: "input", Type: "filter"},
+		Rules: input, Comment: "IPVS: drop what service addresses receive on ports no service has"})
+}
