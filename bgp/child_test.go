@@ -165,7 +165,9 @@ func (c *child) send(s childState) {
 
 // stop closes stdin (the router stops as on SIGTERM) and waits for the exit.
 func (c *child) stop() {
-	if c.cmd.ProcessState != nil || c.stdin == nil {
+	// stdin is nil once stopped. (Not cmd.ProcessState: the goroutine in
+	// Wait writes it.) A child that exited on its own is reaped below.
+	if c.stdin == nil {
 		return
 	}
 	c.stdin.Close()

@@ -133,7 +133,7 @@ func TestDualStackMeshRoutesIPv6Pods(t *testing.T) {
 // families, one session per family as routers are usually set up: BIRD
 // learns each node's IPv6 pod CIDR via the node's IPv6 address, the nodes
 // install BIRD's IPv6 route (protocol RouteProtocol, via BIRD's IPv6
-// address) and refuse its route to node2's IPv6 pod CIDR (the import policy
+// address) and refuse its route to node1's IPv6 pod CIDR (the import policy
 // holds IPv6 cluster prefixes too).
 func TestBIRDInteropDualStack(t *testing.T) {
 	kerneltest.RequireRoot(t)
@@ -158,7 +158,7 @@ func TestBIRDInteropDualStack(t *testing.T) {
 	show := startBIRD(t, birdNS, `router id 10.0.0.254;
 protocol device {}
 protocol static { ipv4; route 192.0.2.0/24 unreachable; }
-protocol static { ipv6; route 2001:db8:1::/48 unreachable; route fd00:244:2::/64 unreachable; }
+protocol static { ipv6; route 2001:db8:1::/48 unreachable; route fd00:244:1::/64 unreachable; }
 template bgp node4 { local 10.0.0.254 as 65000; ipv4 { import all; export all; }; }
 template bgp node6 { local fd00:0:1::fe as 65000; ipv6 { import all; export all; }; }
 protocol bgp n1 from node4 { neighbor 10.0.0.1 as 64512; }
@@ -167,34 +167,35 @@ protocol bgp n1v6 from node6 { neighbor fd00:0:1::1 as 64512; }
 protocol bgp n2v6 from node6 { neighbor fd00:0:1::2 as 64512; }
 `)
 	cfg := childConfig{PeerRouters: []ExternalPeer{{Addr: upstream, ASN: 65000}, {Addr: upstream6, ASN: 65000}}}
-	// node1 alone first: BIRD's path is then its only path to node2's IPv6
-	// pod CIDR (an eBGP path that would lose to node2's iBGP one on AS path
+	// node2 alone first (node1 dials it when it starts, node2 only waits
+	// for node1): BIRD's path is then node2's only path to node1's IPv6 pod
+	// CIDR (an eBGP path that would lose to node1's iBGP one on AS path
 	// length, so only now does the import policy show). BIRD sends that path
 	// in the UPDATE that carries 2001:db8:1::/48 (same attributes), and the
 	// router applies one UPDATE's paths together: once the latter is
 	// routed, the former would be too.
-	m.start(n1, cfg)
-	waitFor(t, 30*time.Second, "node1 installs BIRD's IPv6 route", func() bool {
-		return n1.hasRoute(t, netip.MustParsePrefix("2001:db8:1::/48"), upstream6)
-	})
-	if got, want := n1.route6(t, netip.MustParsePrefix("2001:db8:1::/48")), fmt.Sprintf("proto %d via %s", RouteProtocol, upstream6); got != want {
-		t.Errorf("node1's route to BIRD's prefix: %q, want %q", got, want)
-	}
-	if got := n1.route6(t, n2.cidr6); got != "" {
-		t.Errorf("node1 took BIRD's path to node2's IPv6 pod CIDR: %s", got)
-	}
 	m.start(n2, cfg)
+	waitFor(t, 30*time.Second, "node2 installs BIRD's IPv6 route", func() bool {
+		return n2.hasRoute(t, netip.MustParsePrefix("2001:db8:1::/48"), upstream6)
+	})
+	if got, want := n2.route6(t, netip.MustParsePrefix("2001:db8:1::/48")), fmt.Sprintf("proto %d via %s", RouteProtocol, upstream6); got != want {
+		t.Errorf("node2's route to BIRD's prefix: %q, want %q", got, want)
+	}
+	if got := n2.route6(t, n1.cidr6); got != "" {
+		t.Errorf("node2 took BIRD's path to node1's IPv6 pod CIDR: %s", got)
+	}
+	m.start(n1, cfg)
 	via := func(prefix string, hops ...string) func() bool { return birdVia(show, prefix, hops...) }
 	waitFor(t, 30*time.Second, "BIRD learns node1's IPv6 pod CIDR via node1's IPv6 address", via("fd00:244:1::/64", "fd00:0:1::1"))
 	waitFor(t, 30*time.Second, "BIRD learns node2's IPv6 pod CIDR via node2's IPv6 address", via("fd00:244:2::/64", "fd00:0:1::2"))
 	waitFor(t, 30*time.Second, "BIRD learns node1's IPv4 pod CIDR via node1", via("10.244.1.0/24", "10.0.0.1"))
-	waitFor(t, 30*time.Second, "node1 routes node2's IPv6 pod CIDR via node2", func() bool {
-		return n1.hasRoute(t, n2.cidr6, n2.addr6)
+	waitFor(t, 30*time.Second, "node2 routes node1's IPv6 pod CIDR via node1", func() bool {
+		return n2.hasRoute(t, n1.cidr6, n1.addr6)
 	})
-	if out := show("fd00:244:2::/64"); strings.Contains(out, "via fd00:0:1::1") {
-		t.Errorf("node1 re-advertised node2's IPv6 pod CIDR to BIRD:\n%s", out)
+	if out := show("fd00:244:1::/64"); strings.Contains(out, "via fd00:0:1::2") {
+		t.Errorf("node2 re-advertised node1's IPv6 pod CIDR to BIRD:\n%s", out)
 	}
-	if !n1.pod.ProbeWithin(t, "tcp", n2.pod.IPs[1], 8080, netnstest.AllowedTimeout) {
+	if !n2.pod.ProbeWithin(t, "tcp", n1.pod.IPs[1], 8080, netnstest.AllowedTimeout) {
 		t.Error("pods do not reach each other over IPv6")
 	}
 }
