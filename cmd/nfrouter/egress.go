@@ -1,8 +1,13 @@
 package main
 
+import (
+	"github.com/nfrouter/nfrouter/nft"
+	"github.com/nfrouter/nfrouter/nft/egress"
+	"github.com/nfrouter/nfrouter/nft/ruleset"
+)
+
 // podEgressPart masquerades pod traffic leaving the cluster's pod CIDRs
-// (--enable-pod-egress). Not yet: nil.
+// (--enable-pod-egress).
 func podEgressPart(w wiring) nftPart {
-	w.log.Warn("--enable-pod-egress: the masquerade rule is not programmed by this build yet")
-	return nil
+	return func(t *ruleset.Table) (nft.Part, error) { return egress.New(t), nil }
 }
