@@ -1,0 +1,180 @@
+package nft
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/nfrouter/nfrouter/integration/netnstest"
+	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
+	"github.com/nfrouter/nfrouter/model"
+	"github.com/nfrouter/nfrouter/nft/ruleset"
+)
+
+// Helpers of the NAT kernel tests (pod egress, IPVS NAT): links between
+// namespaces, and a server that answers with the source address it sees.
+
+// wire joins namespaces a and b with a veth pair named aIf/bIf and gives
+// each end its addresses (CIDR notation, IPv6 without duplicate address
+// detection so that they are usable at once).
+func wire(t testing.TB, a, b netns.NsHandle, aIf, bIf string, aAddrs, bAddrs []string) {
+	t.Helper()
+	ha, hb := kerneltest.Handle(t, a), kerneltest.Handle(t, b)
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: aIf}, PeerName: bIf, PeerNamespace: netlink.NsFd(int(b))}
+	if err := ha.LinkAdd(veth); err != nil {
+		t.Fatalf("add veth %s/%s: %v", aIf, bIf, err)
+	}
+	for _, end := range []struct {
+		h     *netlink.Handle
+		name  string
+		addrs []string
+	}{{ha, aIf, aAddrs}, {hb, bIf, bAddrs}} {
+		link, err := end.h.LinkByName(end.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range end.addrs {
+			p := netip.MustParsePrefix(s)
+			a := &netlink.Addr{IPNet: &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}, Flags: unix.IFA_F_NODAD}
+			if err := end.h.AddrAdd(link, a); err != nil {
+				t.Fatalf("add %s to %s: %v", s, end.name, err)
+			}
+		}
+		if err := end.h.LinkSetUp(link); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// routeVia adds routes to dsts through gateway gw in ns.
+func routeVia(t testing.TB, ns netns.NsHandle, gw string, dsts ...string) {
+	t.Helper()
+	h := kerneltest.Handle(t, ns)
+	for _, d := range dsts {
+		p := netip.MustParsePrefix(d)
+		r := &netlink.Route{Dst: &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())},
+			Gw: net.IP(netip.MustParseAddr(gw).AsSlice())}
+		if err := h.RouteAdd(r); err != nil {
+			t.Fatalf("route %s via %s: %v", d, gw, err)
+		}
+	}
+}
+
+// serveSource makes ns answer every TCP connection on port (any address,
+// both families) with the source address the connection came from.
+func serveSource(t testing.TB, ns netns.NsHandle, port int) {
+	t.Helper()
+	err := kerneltest.Do(ns, func() error {
+		l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+		if err != nil {
+			return err
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				ap := netip.MustParseAddrPort(c.RemoteAddr().String())
+				c.Write([]byte(ap.Addr().Unmap().String()))
+				c.Close()
+			}
+		}()
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("serve source addresses on %d: %v", port, err)
+	}
+}
+
+// sourceSeen connects from ns to dst:port and returns the source address
+// the server saw; an invalid address when the connection fails.
+func sourceSeen(t testing.TB, ns netns.NsHandle, dst netip.Addr, port int, timeout time.Duration) (netip.Addr, error) {
+	t.Helper()
+	var seen netip.Addr
+	err := kerneltest.Do(ns, func() error {
+		c, err := net.DialTimeout("tcp", netip.AddrPortFrom(dst, uint16(port)).String(), timeout)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(timeout))
+		b, err := io.ReadAll(c)
+		if err != nil {
+			return err
+		}
+		seen, err = netip.ParseAddr(string(b))
+		return err
+	})
+	return seen, err
+}
+
+// wantSource fails the test unless a connection from ns to dst:port
+// arrives with source want.
+func wantSource(t testing.TB, what string, ns netns.NsHandle, dst netip.Addr, port int, want netip.Addr) {
+	t.Helper()
+	got, err := sourceSeen(t, ns, dst, port, netnstest.AllowedTimeout)
+	if err != nil {
+		t.Errorf("%s: connect to %s port %d: %v", what, dst, port, err)
+		return
+	}
+	if got != want {
+		t.Errorf("%s: %s saw source %s, want %s", what, dst, got, want)
+	}
+}
+
+// requireRoundTrip checks what a backend programmed for st: a full resync
+// finds nothing to repair, nft lists exactly what parts render, and the
+// listing parses again.
+func requireRoundTrip(t *testing.T, ns netns.NsHandle, b *Backend, st *model.State, mk func(*ruleset.Table) []Part) {
+	t.Helper()
+	if s := syncOK(t, b, st, &model.Changes{Full: true}); s.Messages != 0 {
+		t.Errorf("full resync sent %d messages (%v), want 0: the read-back differs from what was written", s.Messages, s.ByType)
+	}
+	var want bytes.Buffer
+	if err := Render(t.Context(), &want, st, func(tbl *ruleset.Table) ([]Part, error) { return mk(tbl), nil }); err != nil {
+		t.Fatal(err)
+	}
+	listed := nftIn(t, ns, "", "list", "ruleset")
+	if normalize(listed) != normalize(want.String()) {
+		t.Errorf("kernel listing differs from the rendering:\n--- nft list ruleset\n%s\n--- rendered\n%s", listed, want.String())
+	}
+	nftIn(t, kerneltest.NewNetNS(t), listed, "-c", "-f", "-")
+}
+
+func addrsOf(ss ...string) []netip.Addr {
+	var out []netip.Addr
+	for _, s := range ss {
+		out = append(out, netip.MustParseAddr(s))
+	}
+	return out
+}
+
+func prefixesOf(ss ...string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range ss {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}
+
+// byFamily picks the IPv4 or the IPv6 address of a pair.
+type byFamily [2]netip.Addr
+
+func pair(v4, v6 string) byFamily { return byFamily{netip.MustParseAddr(v4), netip.MustParseAddr(v6)} }
+
+func (b byFamily) of(v6 bool) netip.Addr {
+	if v6 {
+		return b[1]
+	}
+	return b[0]
+}
