@@ -79,6 +79,7 @@ func (a *applier) close() error { return a.tr.close() }
 // caller must make the next apply full.
 func (a *applier) apply(desired *ruleset.Table, full bool) (Stats, error) {
 	chainNames, setNames, changed := desired.TakeDirty()
+	flushes := desired.TakeFlushes()
 	if full {
 		changed = nil // diff every element
 		prog, reset, err := a.readBack(desired)
@@ -121,7 +122,7 @@ func (a *applier) apply(desired *ruleset.Table, full bool) (Stats, error) {
 	jumpsRemoved := map[string]bool{}
 	for _, name := range setNames {
 		d, p := desired.Sets[name], a.prog.sets[name]
-		if d == nil {
+		if d == nil || d.Dynamic {
 			continue
 		}
 		if d.Interval {
@@ -171,6 +172,11 @@ func (a *applier) apply(desired *ruleset.Table, full bool) (Stats, error) {
 		b.elements(d, delta.del, true)
 		b.elements(d, delta.add, false)
 		deltas[name] = delta
+	}
+	for _, name := range flushes {
+		if d, p := desired.Sets[name], a.prog.sets[name]; d != nil && p != nil {
+			b.flushSet(d)
+		}
 	}
 	// Rules: a chain whose rules changed is flushed and refilled.
 	keys := map[string][]string{}

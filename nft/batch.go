@@ -1,7 +1,6 @@
 package nft
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net/netip"
 
@@ -134,21 +133,20 @@ func (b *batch) delTable() {
 
 func (b *batch) kset(s *ruleset.Set) *nftables.Set {
 	ks := &nftables.Set{Table: b.table, Name: s.Name, Comment: s.Comment, Interval: s.Interval}
-	switch s.Type {
-	case ruleset.Addr4:
-		ks.KeyType = nftables.TypeIPAddr
-	case ruleset.Addr6:
-		ks.KeyType = nftables.TypeIP6Addr
-	case ruleset.AddrProtoPort4:
-		ks.KeyType = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeInetProto, nftables.TypeInetService)
-		ks.Concatenation = true
-	case ruleset.AddrProtoPort6:
-		ks.KeyType = nftables.MustConcatSetType(nftables.TypeIP6Addr, nftables.TypeInetProto, nftables.TypeInetService)
-		ks.Concatenation = true
-	}
-	if s.Verdict {
+	ks.KeyType, ks.Concatenation = setDatatype(s.Type)
+	switch {
+	case s.Verdict:
 		ks.IsMap = true
 		ks.DataType = nftables.TypeVerdict
+	case s.Data != 0:
+		ks.IsMap = true
+		ks.DataType, _ = setDatatype(s.Data)
+	}
+	if s.Dynamic {
+		ks.Dynamic = true
+		ks.HasTimeout = s.Timeout > 0
+		ks.Timeout = s.Timeout
+		ks.Size = s.Size
 	}
 	return ks
 }
@@ -161,7 +159,12 @@ func (b *batch) addSet(s *ruleset.Set) {
 		b.err = fmt.Errorf("serialize set %s: %w", s.Name, err)
 		return
 	}
-	b.take("add set " + s.Name)
+	ud := setUserdata(s)
+	if ud == nil {
+		b.take("add set " + s.Name)
+		return
+	}
+	b.takePatched("add set "+s.Name, func(m *netlink.Message) error { return replaceSetUserdata(m, ud) })
 }
 
 func (b *batch) delSet(s *ruleset.Set) {
@@ -181,6 +184,12 @@ func (b *batch) elements(s *ruleset.Set, els []ruleset.Element, del bool) {
 	}
 	ks := b.kset(s)
 	kels := encodeElements(s, els)
+	if del {
+		// The kernel finds an element by its key alone.
+		for i := range kels {
+			kels[i].Val = nil
+		}
+	}
 	verb := "add"
 	if del {
 		verb = "delete"
@@ -300,16 +309,12 @@ func encodeElements(s *ruleset.Set, els []ruleset.Element) []nftables.SetElement
 }
 
 func encodeElement(s *ruleset.Set, e ruleset.Element) nftables.SetElement {
-	key := e.Addr.AsSlice()
-	if s.Type == ruleset.AddrProtoPort4 || s.Type == ruleset.AddrProtoPort6 {
-		// Each field of a concatenation fills whole 32-bit registers.
-		key = append(key, e.Proto, 0, 0, 0)
-		key = binary.BigEndian.AppendUint16(key, e.Port)
-		key = append(key, 0, 0)
-	}
-	ke := nftables.SetElement{Key: key}
-	if s.Verdict {
+	ke := nftables.SetElement{Key: encodeKey(s.Type, e)}
+	switch {
+	case s.Verdict:
 		ke.VerdictData = &expr.Verdict{Kind: expr.VerdictJump, Chain: e.Jump}
+	case s.Data != 0:
+		ke.Val = encodeData(s.Data, e)
 	}
 	return ke
 }

@@ -3,6 +3,7 @@ package nft
 import (
 	"bytes"
 	"context"
+	"net/netip"
 	"testing"
 
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
@@ -16,6 +17,7 @@ type fixedPart struct {
 	t      *ruleset.Table
 	chains []*ruleset.Chain
 	sets   []ruleset.Set
+	elems  map[string][]ruleset.Element
 }
 
 func (p *fixedPart) Name() string       { return "fixed" }
@@ -23,6 +25,11 @@ func (p *fixedPart) Kinds() model.Kinds { return model.KindNodes }
 func (p *fixedPart) Plan(context.Context, *model.State, *model.Changes) {
 	for _, s := range p.sets {
 		p.t.PutSet(s)
+		for _, e := range p.elems[s.Name] {
+			if !p.t.Sets[s.Name].Has(e) {
+				p.t.AddElement(s.Name, e)
+			}
+		}
 	}
 	for _, c := range p.chains {
 		p.t.PutChain(c)
@@ -31,12 +38,15 @@ func (p *fixedPart) Plan(context.Context, *model.State, *model.Changes) {
 
 // primitiveChains use every rule primitive that is not covered by a planner's
 // kernel test yet, one per rule.
-func primitiveChains() ([]ruleset.Set, []*ruleset.Chain) {
-	sets := []ruleset.Set{{Name: "addrs", Type: ruleset.Addr4}}
+func primitiveChains() ([]ruleset.Set, map[string][]ruleset.Element, []*ruleset.Chain) {
+	sets := []ruleset.Set{{Name: "addrs", Type: ruleset.Addr4},
+		{Name: "pairs4", Type: ruleset.AddrPair4}, {Name: "pairs6", Type: ruleset.AddrPair6}}
 	post := &ruleset.Chain{Name: "post", Base: &ruleset.Hook{Hook: "postrouting", Type: "nat", Priority: 100},
 		Rules: []ruleset.Rule{
 			{Matches: []ruleset.Match{ruleset.MarkHas{Bits: 0x4000}, ruleset.MarkClear{Bits: 0x4000}}, Verdict: ruleset.Masquerade{}},
 			{Matches: []ruleset.Match{ruleset.AddrIn{Src: true, Set: "addrs"}, ruleset.AddrIn{Not: true, Set: "addrs"}}, Verdict: ruleset.Masquerade{}},
+			{Matches: []ruleset.Match{ruleset.AddrPairIn{Set: "pairs4"}}, Verdict: ruleset.Masquerade{}},
+			{Matches: []ruleset.Match{ruleset.AddrPairIn{V6: true, Set: "pairs6"}}, Verdict: ruleset.Masquerade{}},
 		}}
 	pre := &ruleset.Chain{Name: "pre", Base: &ruleset.Hook{Hook: "prerouting", Type: "nat", Priority: -100},
 		Rules: []ruleset.Rule{
@@ -46,7 +56,12 @@ func primitiveChains() ([]ruleset.Set, []*ruleset.Chain) {
 		Rules: []ruleset.Rule{
 			{Matches: []ruleset.Match{ruleset.AddrIn{Set: "addrs"}, ruleset.ICMPv4Type{Type: 8, Name: "echo-request"}}, Verdict: ruleset.Accept{}},
 		}}
-	return sets, []*ruleset.Chain{post, pre, input}
+	a4, a6 := netip.MustParseAddr("10.1.0.2"), netip.MustParseAddr("fd00:1::2")
+	elems := map[string][]ruleset.Element{
+		"pairs4": {{Addr: a4, Peer: a4}},
+		"pairs6": {{Addr: a6, Peer: a6}},
+	}
+	return sets, elems, []*ruleset.Chain{post, pre, input}
 }
 
 // TestKernelPrimitivesRoundTrip programs every rule primitive and checks that
@@ -56,8 +71,8 @@ func primitiveChains() ([]ruleset.Set, []*ruleset.Chain) {
 func TestKernelPrimitivesRoundTrip(t *testing.T) {
 	kerneltest.RequireRoot(t)
 	ns := kerneltest.NewNetNS(t)
-	sets, chains := primitiveChains()
-	mk := func(tbl *ruleset.Table) Part { return &fixedPart{t: tbl, sets: sets, chains: chains} }
+	sets, elems, chains := primitiveChains()
+	mk := func(tbl *ruleset.Table) Part { return &fixedPart{t: tbl, sets: sets, elems: elems, chains: chains} }
 	b := newBackendIn(t, ns, mk)
 	st := &model.State{}
 	syncOK(t, b, st, &model.Changes{Full: true})

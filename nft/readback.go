@@ -1,9 +1,7 @@
 package nft
 
 import (
-	"encoding/binary"
 	"fmt"
-	"net/netip"
 	"slices"
 
 	"github.com/google/nftables"
@@ -64,7 +62,11 @@ func (a *applier) readBack(desired *ruleset.Table) (programmed, bool, error) {
 		return prog, false, fmt.Errorf("read back table %s: list sets: %w", a.name, err)
 	}
 	for _, s := range sets {
-		def := ruleset.Set{Name: s.Name, Comment: s.Comment, Interval: s.Interval, Verdict: s.IsMap, Type: keyTypeOf(s)}
+		def := ruleset.Set{Name: s.Name, Comment: s.Comment, Interval: s.Interval, Type: keyTypeOf(s), Data: dataTypeOf(s)}
+		def.Verdict = s.IsMap && def.Data == 0
+		if s.Dynamic {
+			def.Dynamic, def.Size, def.Timeout = true, s.Size, s.Timeout
+		}
 		ps := &progSet{def: def, elems: map[ruleset.Element]struct{}{}}
 		prog.sets[s.Name] = ps
 		d := desired.Sets[s.Name]
@@ -82,6 +84,9 @@ func (a *applier) readBack(desired *ruleset.Table) (programmed, bool, error) {
 		if !d.SameDef(&def) {
 			reset = true
 			continue
+		}
+		if d.Dynamic {
+			continue // the packet path's elements, not ours
 		}
 		els, err := c.GetSetElements(s)
 		if err != nil {
@@ -123,35 +128,19 @@ func hookOf(ch *nftables.Chain) *ruleset.Hook {
 	return h
 }
 
-func keyTypeOf(s *nftables.Set) ruleset.KeyType {
-	for _, k := range []ruleset.KeyType{ruleset.Addr4, ruleset.Addr6, ruleset.AddrProtoPort4, ruleset.AddrProtoPort6} {
-		if s.KeyType.Name == k.String() {
-			return k
-		}
-	}
-	return 0
-}
-
 // decodeElement turns a kernel element of a non-interval set back into an
 // Element.
 func decodeElement(s *ruleset.Set, ke nftables.SetElement) (ruleset.Element, bool) {
-	n := 4
-	if s.Type.V6() {
-		n = 16
-	}
-	if len(ke.Key) < n {
+	e, ok := decodeKey(s.Type, ke.Key)
+	if !ok {
 		return ruleset.Element{}, false
 	}
-	addr, _ := netip.AddrFromSlice(ke.Key[:n])
-	e := ruleset.Element{Addr: addr}
-	if s.Type == ruleset.AddrProtoPort4 || s.Type == ruleset.AddrProtoPort6 {
-		if len(ke.Key) < n+8 {
+	switch {
+	case s.Data != 0:
+		if !decodeData(s.Data, ke.Val, &e) {
 			return ruleset.Element{}, false
 		}
-		e.Proto = ke.Key[n]
-		e.Port = binary.BigEndian.Uint16(ke.Key[n+4:])
-	}
-	if s.Verdict {
+	case s.Verdict:
 		switch {
 		case ke.VerdictData != nil:
 			e.Jump = ke.VerdictData.Chain

@@ -16,6 +16,18 @@ const (
 	Addr6                             // ipv6_addr
 	AddrProtoPort4                    // ipv4_addr . inet_proto . inet_service
 	AddrProtoPort6                    // ipv6_addr . inet_proto . inet_service
+	AddrPair4                         // ipv4_addr . ipv4_addr
+	AddrPair6                         // ipv6_addr . ipv6_addr
+	// AddrPort4 and AddrPort6 are the data of maps that translate to an
+	// address and port.
+	AddrPort4 // ipv4_addr . inet_service
+	AddrPort6 // ipv6_addr . inet_service
+	// EndpointSlot4 and EndpointSlot6 key maps of numbered endpoint slots:
+	// address . protocol . port . slot, where the slot is what `numgen
+	// random mod N` yields. The slot has no type of its own (nft's integer),
+	// so such maps are declared with typeof (see Typeof).
+	EndpointSlot4 // ipv4_addr . inet_proto . inet_service . integer
+	EndpointSlot6 // ipv6_addr . inet_proto . inet_service . integer
 )
 
 func (k KeyType) String() string {
@@ -28,21 +40,60 @@ func (k KeyType) String() string {
 		return "ipv4_addr . inet_proto . inet_service"
 	case AddrProtoPort6:
 		return "ipv6_addr . inet_proto . inet_service"
+	case AddrPair4:
+		return "ipv4_addr . ipv4_addr"
+	case AddrPair6:
+		return "ipv6_addr . ipv6_addr"
+	case AddrPort4:
+		return "ipv4_addr . inet_service"
+	case AddrPort6:
+		return "ipv6_addr . inet_service"
+	case EndpointSlot4:
+		return "ipv4_addr . inet_proto . inet_service . integer"
+	case EndpointSlot6:
+		return "ipv6_addr . inet_proto . inet_service . integer"
 	}
 	return fmt.Sprintf("keytype-%d", uint8(k))
 }
 
 // V6 reports whether the key starts with an IPv6 address.
-func (k KeyType) V6() bool { return k == Addr6 || k == AddrProtoPort6 }
+func (k KeyType) V6() bool {
+	switch k {
+	case Addr6, AddrProtoPort6, AddrPair6, AddrPort6, EndpointSlot6:
+		return true
+	}
+	return false
+}
+
+// Typeof is how nft declares a key or data type that has no type name of
+// its own: the expressions that produce it. "" for types declared by name.
+func (k KeyType) Typeof() string {
+	switch k {
+	case EndpointSlot4:
+		return "ip daddr . meta l4proto . th dport . numgen random mod 1"
+	case EndpointSlot6:
+		return "ip6 daddr . meta l4proto . th dport . numgen random mod 1"
+	case AddrPort4:
+		return "ip daddr . th dport"
+	case AddrPort6:
+		return "ip6 daddr . th dport"
+	}
+	return ""
+}
 
 // Element is one set or map element. Which fields count depends on the set:
 // Addr for address sets, Addr..End (inclusive) for interval sets, Addr, Proto and
-// Port for address-protocol-port sets, and Jump for verdict maps.
+// Port for address-protocol-port sets, Addr and Peer for address-pair sets,
+// Addr, Proto, Port and Slot for endpoint-slot maps; Jump is the data of
+// verdict maps, Target that of address-and-port maps.
 type Element struct {
 	Addr, End netip.Addr
+	Peer      netip.Addr // address-pair sets: the second address
 	Proto     uint8
 	Port      uint16
-	Jump      string // verdict maps: the chain to jump to
+	Slot      uint16
+	Jump      string         // verdict maps: the chain to jump to
+	Target    netip.AddrPort // address-and-port maps: what the key maps to
 }
 
 // Range returns the interval element first..last.
@@ -60,6 +111,10 @@ func (e Element) Text() string {
 		} else {
 			b.WriteString(e.Addr.String() + "-" + e.End.String())
 		}
+	case e.Peer.IsValid():
+		fmt.Fprintf(&b, "%s . %s", e.Addr, e.Peer)
+	case e.Proto != 0 && e.Target.IsValid():
+		fmt.Fprintf(&b, "%s . %s . %d . %d", e.Addr, protoName(e.Proto), e.Port, e.Slot)
 	case e.Proto != 0:
 		fmt.Fprintf(&b, "%s . %s . %d", e.Addr, protoName(e.Proto), e.Port)
 	default:
@@ -67,6 +122,9 @@ func (e Element) Text() string {
 	}
 	if e.Jump != "" {
 		b.WriteString(" : jump " + e.Jump)
+	}
+	if e.Target.IsValid() {
+		fmt.Fprintf(&b, " : %s . %d", e.Target.Addr(), e.Target.Port())
 	}
 	return b.String()
 }
@@ -79,10 +137,19 @@ func (e Element) Compare(o Element) int {
 	if c := e.End.Compare(o.End); c != 0 {
 		return c
 	}
+	if c := e.Peer.Compare(o.Peer); c != 0 {
+		return c
+	}
 	if c := cmp.Compare(e.Proto, o.Proto); c != 0 {
 		return c
 	}
 	if c := cmp.Compare(e.Port, o.Port); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(e.Slot, o.Slot); c != 0 {
+		return c
+	}
+	if c := e.Target.Compare(o.Target); c != 0 {
 		return c
 	}
 	return strings.Compare(e.Jump, o.Jump)

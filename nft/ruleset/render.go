@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Render writes the table in the syntax `nft list table` prints and `nft -f`
@@ -47,13 +48,39 @@ func Render(w io.Writer, t *Table) error {
 }
 
 func renderSet(b *strings.Builder, s *Set) {
-	kind, typ := "set", s.Type.String()
-	if s.Verdict {
-		kind, typ = "map", typ+" : verdict"
+	kind, decl := "set", "type "+s.Type.String()
+	if typeof := s.Type.Typeof(); typeof != "" {
+		decl = "typeof " + typeof
 	}
-	fmt.Fprintf(b, "\t%s %s {\n\t\ttype %s\n", kind, s.Name, typ)
+	switch {
+	case s.Verdict:
+		kind, decl = "map", decl+" : verdict"
+	case s.Data != 0:
+		data := s.Data.String()
+		if s.Type.Typeof() != "" && s.Data.Typeof() != "" {
+			data = s.Data.Typeof()
+		}
+		kind, decl = "map", decl+" : "+data
+	}
+	fmt.Fprintf(b, "\t%s %s {\n\t\t%s\n", kind, s.Name, decl)
+	if s.Size > 0 {
+		fmt.Fprintf(b, "\t\tsize %d\n", s.Size)
+	}
+	var flags []string
 	if s.Interval {
-		b.WriteString("\t\tflags interval\n")
+		flags = append(flags, "interval")
+	}
+	if s.Dynamic {
+		flags = append(flags, "dynamic")
+	}
+	if s.Timeout > 0 {
+		flags = append(flags, "timeout")
+	}
+	if len(flags) > 0 {
+		fmt.Fprintf(b, "\t\tflags %s\n", strings.Join(flags, ","))
+	}
+	if s.Timeout > 0 {
+		fmt.Fprintf(b, "\t\ttimeout %s\n", DurationText(s.Timeout))
 	}
 	if s.Comment != "" {
 		fmt.Fprintf(b, "\t\tcomment %s\n", strconv.Quote(s.Comment))
@@ -66,6 +93,26 @@ func renderSet(b *strings.Builder, s *Set) {
 		fmt.Fprintf(b, "\t\telements = { %s }\n", strings.Join(texts, ", "))
 	}
 	b.WriteString("\t}\n")
+}
+
+// DurationText writes a duration the way nft prints one: days, hours,
+// minutes, seconds and milliseconds that are not zero ("3h", "1m40s").
+func DurationText(d time.Duration) string {
+	ms := d.Milliseconds()
+	var b strings.Builder
+	for _, u := range []struct {
+		ms   int64
+		name string
+	}{{86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"}, {1, "ms"}} {
+		if n := ms / u.ms; n > 0 {
+			fmt.Fprintf(&b, "%d%s", n, u.name)
+			ms -= n * u.ms
+		}
+	}
+	if b.Len() == 0 {
+		return "0s"
+	}
+	return b.String()
 }
 
 // SortedElements returns the programmed elements of s in order.
@@ -98,22 +145,28 @@ func renderChain(b *strings.Builder, c *Chain) {
 	b.WriteString("\t}\n")
 }
 
-// priorityText names a priority relative to the standard one of its hook, as
-// nft prints it.
+// priorityText names a priority the way nft 1.0.6 prints it: relative to
+// the first standard priority within 10 of it that suits the hook (dstnat
+// only on prerouting, srcnat only on postrouting), else as a number.
 func priorityText(h *Hook) string {
-	name, base := "filter", int32(0)
-	if h.Type == "nat" {
-		name, base = "dstnat", -100
-		if h.Hook == "postrouting" || h.Hook == "input" {
-			name, base = "srcnat", 100
+	for _, std := range []struct {
+		name string
+		prio int32
+		hook string // "" for every hook
+	}{{"raw", -300, ""}, {"mangle", -150, ""}, {"dstnat", -100, "prerouting"}, {"filter", 0, ""},
+		{"security", 50, ""}, {"srcnat", 100, "postrouting"}} {
+		d := h.Priority - std.prio
+		if (std.hook != "" && std.hook != h.Hook) || d < -10 || d > 10 {
+			continue
+		}
+		switch {
+		case d == 0:
+			return std.name
+		case d > 0:
+			return fmt.Sprintf("%s + %d", std.name, d)
+		default:
+			return fmt.Sprintf("%s - %d", std.name, -d)
 		}
 	}
-	switch d := h.Priority - base; {
-	case d == 0:
-		return name
-	case d > 0:
-		return fmt.Sprintf("%s + %d", name, d)
-	default:
-		return fmt.Sprintf("%s - %d", name, -d)
-	}
+	return strconv.Itoa(int(h.Priority))
 }

@@ -1,12 +1,22 @@
 package ruleset
 
-// Set is a named set, or a verdict map when Verdict is set.
+import "time"
+
+// Set is a named set, or a map when Verdict or Data is set.
 type Set struct {
 	Name     string
 	Comment  string
 	Type     KeyType
 	Interval bool
-	Verdict  bool // a map from the key to a verdict (jump) instead of a set
+	Verdict  bool    // a map from the key to a verdict (jump) instead of a set
+	Data     KeyType // a map from the key to data of this type (AddrPort4, …)
+	// Dynamic sets are filled by the packet path (`update @set`); planners
+	// add no elements, and the applier neither diffs nor repairs them, only
+	// flushes them on request (Table.FlushSet). Size bounds them; Timeout is
+	// how long an element lives after its last update.
+	Dynamic bool
+	Size    uint32
+	Timeout time.Duration
 	// Elements count how many reasons a planner has for each element; an
 	// element is programmed while its count is positive.
 	Elements map[Element]int
@@ -16,8 +26,12 @@ type Set struct {
 // elements.
 func (s *Set) SameDef(o *Set) bool {
 	return s.Name == o.Name && s.Comment == o.Comment && s.Type == o.Type &&
-		s.Interval == o.Interval && s.Verdict == o.Verdict
+		s.Interval == o.Interval && s.Verdict == o.Verdict && s.Data == o.Data &&
+		s.Dynamic == o.Dynamic && s.Size == o.Size && s.Timeout == o.Timeout
 }
+
+// IsMap reports whether the set maps its keys to something.
+func (s *Set) IsMap() bool { return s.Verdict || s.Data != 0 }
 
 // Has reports whether e is in the set.
 func (s *Set) Has(e Element) bool { return s.Elements[e] > 0 }

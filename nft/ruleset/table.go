@@ -18,12 +18,15 @@ type Table struct {
 	// when the set itself was (re)defined and all of it counts as changed.
 	dirtyChains, dirtySets map[string]struct{}
 	dirtyElems             map[string]map[Element]struct{}
+	// flushes are dynamic sets whose elements are to be dropped.
+	flushes map[string]struct{}
 }
 
 // NewTable returns an empty table.
 func NewTable(family, name string) *Table {
 	return &Table{Family: family, Name: name, Chains: map[string]*Chain{}, Sets: map[string]*Set{},
-		dirtyChains: map[string]struct{}{}, dirtySets: map[string]struct{}{}, dirtyElems: map[string]map[Element]struct{}{}}
+		dirtyChains: map[string]struct{}{}, dirtySets: map[string]struct{}{}, dirtyElems: map[string]map[Element]struct{}{},
+		flushes: map[string]struct{}{}}
 }
 
 // PutChain sets a chain, noting a change only if it differs.
@@ -83,6 +86,22 @@ func (t *Table) RemoveElement(set string, e Element) {
 		delete(s.Elements, e)
 		t.elementChanged(set, e)
 	}
+}
+
+// FlushSet asks the applier to drop the elements of a dynamic set: the ones
+// the packet path added, which no planner knows. A missing set is ignored.
+func (t *Table) FlushSet(name string) {
+	if s := t.Sets[name]; s != nil && s.Dynamic {
+		t.flushes[name] = struct{}{}
+	}
+}
+
+// TakeFlushes returns the dynamic sets FlushSet named since the last call,
+// sorted, and clears the list.
+func (t *Table) TakeFlushes() []string {
+	out := slices.Sorted(maps.Keys(t.flushes))
+	clear(t.flushes)
+	return out
 }
 
 // elementChanged journals that e came into or left set.

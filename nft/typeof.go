@@ -1,0 +1,133 @@
+package nft
+
+import (
+	"github.com/google/nftables/binaryutil"
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/nfrouter/nfrouter/nft/ruleset"
+)
+
+// Sets whose key has no type name (an endpoint-slot map's numgen slot is a
+// plain integer) are declared the way `nft add map … { typeof … }` declares
+// them: the set's userdata describes the expressions of key and data, and
+// nft prints them from it. google/nftables writes no such userdata, so the
+// applier replaces NFTA_SET_USERDATA in the serialized message with what
+// nft 1.0.6 writes (captured with `nft --debug=mnl`): libnftnl's TLVs of one
+// byte type, one byte length and host-endian 32-bit values.
+
+// libnftnl's set userdata types (include/udata.h).
+const (
+	udataKeyByteorder  = 0
+	udataDataByteorder = 1
+	udataKeyTypeof     = 3
+	udataDataTypeof    = 4
+	udataDataInterval  = 6
+	udataComment       = 7
+)
+
+// nft's expression types and protocol descriptions (src/expression.c,
+// src/proto.c) as the typeof userdata names them.
+const (
+	exprPayload = 7
+	exprMeta    = 9
+	exprConcat  = 13
+	exprNumgen  = 23
+
+	descTH  = 11
+	descIP  = 12
+	descIP6 = 13
+
+	fieldTHDport  = 2
+	fieldIPDaddr  = 12
+	fieldIP6Daddr = 9
+
+	metaL4Proto  = 16
+	numgenRandom = 1
+)
+
+func udU32(typ byte, v uint32) []byte {
+	return append([]byte{typ, 4}, binaryutil.NativeEndian.PutUint32(v)...)
+}
+
+func udNest(typ byte, body []byte) []byte { return append([]byte{typ, byte(len(body))}, body...) }
+
+func udExpr(exprType uint32, data []byte) []byte {
+	return append(udU32(0, exprType), udNest(1, data)...)
+}
+
+func udPayload(desc, field uint32) []byte {
+	return udExpr(exprPayload, append(udU32(0, desc), udU32(1, field)...))
+}
+
+func udConcat(parts ...[]byte) []byte {
+	var body []byte
+	for i, p := range parts {
+		body = append(body, udNest(byte(i), p)...)
+	}
+	return udExpr(exprConcat, body)
+}
+
+// typeofUserdata returns the typeof description of a key or data type, nil
+// for types declared by name.
+func typeofUserdata(k ruleset.KeyType) []byte {
+	daddr := udPayload(descIP, fieldIPDaddr)
+	if k.V6() {
+		daddr = udPayload(descIP6, fieldIP6Daddr)
+	}
+	dport := udPayload(descTH, fieldTHDport)
+	switch k {
+	case ruleset.EndpointSlot4, ruleset.EndpointSlot6:
+		l4proto := udExpr(exprMeta, udU32(0, metaL4Proto))
+		slot := udExpr(exprNumgen, append(append(udU32(0, numgenRandom), udU32(1, 1)...), udU32(2, 0)...))
+		return udConcat(daddr, l4proto, dport, slot)
+	case ruleset.AddrPort4, ruleset.AddrPort6:
+		return udConcat(daddr, dport)
+	}
+	return nil
+}
+
+// setUserdata is the NFTA_SET_USERDATA nft writes for a typeof set, or nil
+// when the set needs none beyond what google/nftables writes.
+func setUserdata(s *ruleset.Set) []byte {
+	key := typeofUserdata(s.Type)
+	if key == nil {
+		return nil
+	}
+	ud := append(udU32(udataKeyByteorder, 0), udU32(udataDataByteorder, 0)...)
+	ud = append(ud, udNest(udataKeyTypeof, key)...)
+	if data := typeofUserdata(s.Data); data != nil {
+		ud = append(ud, udNest(udataDataTypeof, data)...)
+	}
+	ud = append(ud, udU32(udataDataInterval, 0)...)
+	if s.Comment != "" {
+		ud = append(ud, udNest(udataComment, append([]byte(s.Comment), 0))...)
+	}
+	return ud
+}
+
+// replaceSetUserdata swaps the NFTA_SET_USERDATA attribute of a serialized
+// NEWSET message for ud.
+func replaceSetUserdata(m *netlink.Message, ud []byte) error {
+	const hdr = 4 // nfgenmsg
+	out := append([]byte(nil), m.Data[:hdr]...)
+	for b := m.Data[hdr:]; len(b) >= 4; {
+		n := int(nativeU16(b[0:2]))
+		if n < 4 || n > len(b) {
+			break
+		}
+		padded := min((n+3)&^3, len(b))
+		if typ := nativeU16(b[2:4]) &^ (unix.NLA_F_NESTED | unix.NLA_F_NET_BYTEORDER); typ != unix.NFTA_SET_USERDATA {
+			out = append(out, b[:padded]...)
+		}
+		b = b[padded:]
+	}
+	attr, err := netlink.MarshalAttributes([]netlink.Attribute{{Type: unix.NFTA_SET_USERDATA, Data: ud}})
+	if err != nil {
+		return err
+	}
+	m.Data = append(out, attr...)
+	return nil
+}
+
+func nativeU16(b []byte) uint16 { return binaryutil.NativeEndian.Uint16(b) }
