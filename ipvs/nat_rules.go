@@ -12,11 +12,12 @@ import (
 //	set ipvs-cluster-cidrs-v4  the cluster's pod networks (not with --masquerade-all)
 //	set ipvs-local-external-v4 NodePorts, external and LB IPs of traffic policy Local (not with --masquerade-all)
 //
-//	chain ipvs-mark-prerouting (nat prerouting, dstnat), ipvs-mark-output (nat output, dstnat)
-//	  ip daddr . meta l4proto . th dport @ipvs-local-external-v4 accept   (prerouting only)
+//	chain ipvs-mark (nat prerouting, dstnat)
+//	  ip daddr . meta l4proto . th dport @ipvs-local-external-v4 accept
 //	  ip saddr != @ipvs-cluster-cidrs-v4 ip daddr . meta l4proto . th dport @ipvs-services-v4 meta mark set meta mark | 0x00004000
 //	chain ipvs-postrouting (nat postrouting, srcnat)
 //	  meta mark & 0x00004000 == 0x00004000 meta mark set meta mark ^ 0x00004000 masquerade
+//	  ip saddr @ipvs-vips-v4 masquerade
 //	  ip saddr . ip daddr @ipvs-hairpin-v4 masquerade
 //	chain ipvs-input (filter input, filter)
 //	  ip daddr . meta l4proto . th dport @ipvs-services-v4 accept
@@ -25,27 +26,35 @@ import (
 //	  ip daddr @ipvs-vips-v4 drop
 //
 // The mark is set where the destination is still the virtual service: IPVS
-// rewrites it at LOCAL_IN (or LOCAL_OUT), after nat prerouting and output,
-// and the mark survives its forwarding to postrouting, where the connection
-// is masqueraded (kube-proxy's IPVS mode does the same with iptables; nat
-// chains see only the first packet of a connection, so the mark need not be
-// kept). ipvs-input runs before IPVS takes the packet (IPVS hooks LOCAL_IN
-// at priority 98): an accept there only ends our chain, so the accepts just
-// keep service ports, replies and pings away from the drop at the end.
+// rewrites it at LOCAL_IN, after nat prerouting, and the mark survives its
+// forwarding to postrouting, where the connection is masqueraded (kube-proxy's
+// IPVS mode does the same with iptables; nat chains see only the first
+// packet of a connection, so the mark need not be kept).
+//
 // Connections that arrive for a virtual service of external traffic policy
 // Local keep their client's address (the policy's purpose, as in
 // kube-proxy): only local endpoints serve them, so replies pass this node
-// anyway. The node's own connections to them are masqueraded like any other
-// (kube-proxy does too): their source may be a service address.
-// NodePort addresses are the node's own: they are never in ipvs-vips, so
-// nothing else sent to the node is dropped.
+// anyway.
+//
+// The node's own connections to a service address on kube-dummy-if leave
+// with that address as their source (the kernel's choice for a local
+// destination), which no reply could find: they are masqueraded by their
+// source. Where kube-proxy marks them in a nat output chain, we do not:
+// nothing else would need it (the node's own address routes back), and a
+// nat output chain at dstnat priority does not list back the way
+// ruleset.Render writes it (nft names that priority only on prerouting).
+//
+// ipvs-input runs before IPVS takes the packet (IPVS hooks LOCAL_IN at
+// priority 98): an accept there only ends our chain, so the accepts just keep
+// service ports, replies and pings away from the drop at the end. NodePort
+// addresses are the node's own: they are never in ipvs-vips, so nothing else
+// sent to the node is dropped.
 
 // Chain names.
 const (
-	natChainMarkPrerouting = "ipvs-mark-prerouting"
-	natChainMarkOutput     = "ipvs-mark-output"
-	natChainPostrouting    = "ipvs-postrouting"
-	natChainInput          = "ipvs-input"
+	natChainMark        = "ipvs-mark"
+	natChainPostrouting = "ipvs-postrouting"
+	natChainInput       = "ipvs-input"
 )
 
 func fam(v6 bool) string {
@@ -116,12 +125,12 @@ func (n *NAT) deleteSets(had, fams [2]bool) {
 func (n *NAT) putChains() {
 	fams := famList(n.fams)
 	if len(fams) == 0 {
-		for _, c := range []string{natChainMarkPrerouting, natChainMarkOutput, natChainPostrouting, natChainInput} {
+		for _, c := range []string{natChainMark, natChainPostrouting, natChainInput} {
 			n.t.DeleteChain(c)
 		}
 		return
 	}
-	var mark, markOutput []ruleset.Rule
+	var mark []ruleset.Rule
 	post := []ruleset.Rule{{Matches: []ruleset.Match{
 		ruleset.MarkHas{Bits: ruleset.MasqueradeMark}, ruleset.MarkClear{Bits: ruleset.MasqueradeMark},
 	}, Verdict: ruleset.Masquerade{}}}
@@ -137,8 +146,9 @@ func (n *NAT) putChains() {
 		}
 		m = append(m, ruleset.DestPortIn{V6: v6, Set: servicesSet(v6)}, ruleset.MarkSet{Bits: ruleset.MasqueradeMark})
 		mark = append(mark, ruleset.Rule{Matches: m})
-		markOutput = append(markOutput, ruleset.Rule{Matches: m})
 
+		post = append(post, ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrIn{V6: v6, Src: true, Set: vipsSet(v6)}},
+			Verdict: ruleset.Masquerade{}})
 		post = append(post, hairpinRules(v6)...)
 
 		vip := ruleset.AddrIn{V6: v6, Set: vipsSet(v6)}
@@ -152,13 +162,10 @@ func (n *NAT) putChains() {
 			ruleset.Rule{Matches: []ruleset.Match{vip, echo}, Verdict: ruleset.Accept{}},
 			ruleset.Rule{Matches: []ruleset.Match{vip}, Verdict: ruleset.Drop{}})
 	}
-	dstnat := func(hook string) *ruleset.Hook { return &ruleset.Hook{Hook: hook, Type: "nat", Priority: -100} }
-	n.t.PutChain(&ruleset.Chain{Name: natChainMarkPrerouting, Base: dstnat("prerouting"), Rules: mark,
-		Comment: "IPVS: mark connections to services for masquerading"})
-	n.t.PutChain(&ruleset.Chain{Name: natChainMarkOutput, Base: dstnat("output"), Rules: markOutput,
-		Comment: "IPVS: mark the node's own connections to services for masquerading"})
+	n.t.PutChain(&ruleset.Chain{Name: natChainMark, Base: &ruleset.Hook{Hook: "prerouting", Type: "nat", Priority: -100},
+		Rules: mark, Comment: "IPVS: mark connections to services for masquerading"})
 	n.t.PutChain(&ruleset.Chain{Name: natChainPostrouting, Base: &ruleset.Hook{Hook: "postrouting", Type: "nat", Priority: 100},
-		Rules: post, Comment: "IPVS: masquerade marked and hairpin connections"})
+		Rules: post, Comment: "IPVS: masquerade marked, node-originated and hairpin connections"})
 	n.t.PutChain(&ruleset.Chain{Name: natChainInput, Base: &ruleset.Hook{Hook: "input", Type: "filter"},
 		Rules: input, Comment: "IPVS: drop what service addresses receive on ports no service has"})
 }

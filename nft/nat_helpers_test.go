@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,8 +134,8 @@ func wantSource(t testing.TB, what string, ns netns.NsHandle, dst netip.Addr, po
 }
 
 // requireRoundTrip checks what a backend programmed for st: a full resync
-// finds nothing to repair, nft lists exactly what parts render, and the
-// listing parses again.
+// finds nothing to repair, nft lists our table exactly as the parts render
+// it, and the listing parses again.
 func requireRoundTrip(t *testing.T, ns netns.NsHandle, b *Backend, st *model.State, mk func(*ruleset.Table) []Part) {
 	t.Helper()
 	if s := syncOK(t, b, st, &model.Changes{Full: true}); s.Messages != 0 {
@@ -144,11 +145,20 @@ func requireRoundTrip(t *testing.T, ns netns.NsHandle, b *Backend, st *model.Sta
 	if err := Render(t.Context(), &want, st, func(tbl *ruleset.Table) ([]Part, error) { return mk(tbl), nil }); err != nil {
 		t.Fatal(err)
 	}
-	listed := nftIn(t, ns, "", "list", "ruleset")
-	if normalize(listed) != normalize(want.String()) {
-		t.Errorf("kernel listing differs from the rendering:\n--- nft list ruleset\n%s\n--- rendered\n%s", listed, want.String())
+	// Our table only: a test may add tables of its own.
+	listed := nftIn(t, ns, "", "list", "table", TableFamily, TableName)
+	if normalizeTable(listed) != normalizeTable(want.String()) {
+		t.Errorf("kernel listing differs from the rendering:\n--- nft list table\n%s\n--- rendered\n%s", listed, want.String())
 	}
 	nftIn(t, kerneltest.NewNetNS(t), listed, "-c", "-f", "-")
+}
+
+// normalizeTable is normalize without the table's own first line, which
+// would otherwise stick to whichever object the kernel lists first (it lists
+// them in the order they were made, not by name).
+func normalizeTable(text string) string {
+	header, rest, _ := strings.Cut(strings.TrimLeft(text, "\n"), "\n")
+	return header + "\n" + normalize(rest)
 }
 
 func addrsOf(ss ...string) []netip.Addr {
@@ -177,4 +187,79 @@ func (b byFamily) of(v6 bool) netip.Addr {
 		return b[1]
 	}
 	return b[0]
+}
+
+// addToLoopback adds addr (CIDR notation) to lo in ns.
+func addToLoopback(t testing.TB, ns netns.NsHandle, addr string) {
+	t.Helper()
+	h := kerneltest.Handle(t, ns)
+	lo, err := h.LinkByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := netlink.ParseAddr(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AddrAdd(lo, a); err != nil {
+		t.Fatalf("add %s to lo: %v", addr, err)
+	}
+}
+
+// pingOK sends ICMP echo requests from ns to the IPv4 address dst, once
+// every 100 ms, and reports whether a matching reply came within timeout.
+func pingOK(t testing.TB, ns netns.NsHandle, dst netip.Addr, timeout time.Duration) bool {
+	t.Helper()
+	var ok bool
+	err := kerneltest.Do(ns, func() error {
+		c, err := net.ListenPacket("ip4:icmp", "0.0.0.0")
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		const id = 0x4e46
+		req := []byte{8, 0, 0, 0, id >> 8, id & 0xff, 0, 1}
+		sum := ^icmpChecksum(req)
+		req[2], req[3] = byte(sum>>8), byte(sum)
+		deadline := time.Now().Add(timeout)
+		buf := make([]byte, 1500)
+		for time.Now().Before(deadline) {
+			if _, err := c.WriteTo(req, &net.IPAddr{IP: dst.AsSlice()}); err != nil {
+				return err
+			}
+			next := time.Now().Add(100 * time.Millisecond)
+			if next.After(deadline) {
+				next = deadline
+			}
+			c.SetReadDeadline(next)
+			for {
+				n, from, err := c.ReadFrom(buf)
+				if err != nil {
+					break // read deadline: send again
+				}
+				// An echo reply (type 0) to our id, from dst.
+				if n >= 8 && buf[0] == 0 && buf[4] == id>>8 && buf[5] == id&0xff && from.String() == dst.String() {
+					ok = true
+					return nil
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("ping %s: %v", dst, err)
+	}
+	return ok
+}
+
+// icmpChecksum is the ones' complement sum of b in 16-bit words.
+func icmpChecksum(b []byte) uint16 {
+	var s uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		s += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	for s > 0xffff {
+		s = s>>16 + s&0xffff
+	}
+	return uint16(s)
 }
