@@ -330,6 +330,7 @@ func ruleKey(family nftables.TableFamily, exprs []expr.Any) string {
 			c := *x
 			c.SetID = 0
 			c.SourceRegister = canonicalReg(c.SourceRegister)
+			c.DestRegister = canonicalReg(c.DestRegister)
 			e = &c
 		case *expr.Meta:
 			c := *x
@@ -338,6 +339,24 @@ func ruleKey(family nftables.TableFamily, exprs []expr.Any) string {
 		case *expr.Payload:
 			c := *x
 			c.DestRegister = canonicalReg(c.DestRegister)
+			e = &c
+		case *expr.Numgen:
+			c := *x
+			c.Register = canonicalReg(c.Register)
+			e = &c
+		case *expr.Immediate:
+			c := *x
+			c.Register = canonicalReg(c.Register)
+			e = &c
+		case *expr.NAT:
+			c := *x
+			c.RegAddrMin, c.RegAddrMax = canonicalReg(c.RegAddrMin), canonicalReg(c.RegAddrMax)
+			c.RegProtoMin, c.RegProtoMax = canonicalReg(c.RegProtoMin), canonicalReg(c.RegProtoMax)
+			e = &c
+		case *expr.Dynset:
+			c := *x
+			c.SetID = 0
+			c.SrcRegKey, c.SrcRegData = canonicalReg(c.SrcRegKey), canonicalReg(c.SrcRegData)
 			e = &c
 		}
 		b, err := expr.Marshal(byte(family), e)

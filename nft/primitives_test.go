@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
 	"github.com/nfrouter/nfrouter/model"
@@ -40,7 +41,12 @@ func (p *fixedPart) Plan(context.Context, *model.State, *model.Changes) {
 // kernel test yet, one per rule.
 func primitiveChains() ([]ruleset.Set, map[string][]ruleset.Element, []*ruleset.Chain) {
 	sets := []ruleset.Set{{Name: "addrs", Type: ruleset.Addr4},
-		{Name: "pairs4", Type: ruleset.AddrPair4}, {Name: "pairs6", Type: ruleset.AddrPair6}}
+		{Name: "pairs4", Type: ruleset.AddrPair4}, {Name: "pairs6", Type: ruleset.AddrPair6},
+		{Name: "eps4", Type: ruleset.EndpointSlot4, Data: ruleset.AddrPort4, Comment: "slots"},
+		{Name: "eps6", Type: ruleset.EndpointSlot6, Data: ruleset.AddrPort6},
+		{Name: "vips6", Type: ruleset.AddrProtoPort6},
+		{Name: "sticky4", Type: ruleset.Addr4, Data: ruleset.Addr4, Dynamic: true, Size: 65535, Timeout: 3 * time.Hour, Comment: "clients"},
+		{Name: "sticky6", Type: ruleset.Addr6, Data: ruleset.Addr6, Dynamic: true, Size: 65535, Timeout: 100 * time.Second}}
 	post := &ruleset.Chain{Name: "post", Base: &ruleset.Hook{Hook: "postrouting", Type: "nat", Priority: 100},
 		Rules: []ruleset.Rule{
 			{Matches: []ruleset.Match{ruleset.MarkHas{Bits: 0x4000}, ruleset.MarkClear{Bits: 0x4000}}, Verdict: ruleset.Masquerade{}},
@@ -61,6 +67,22 @@ func primitiveChains() ([]ruleset.Set, map[string][]ruleset.Element, []*ruleset.
 		"pairs4": {{Addr: a4, Peer: a4}},
 		"pairs6": {{Addr: a6, Peer: a6}},
 	}
+	vip4, vip6 := netip.MustParseAddr("10.96.0.1"), netip.MustParseAddr("fd00:96::1")
+	elems["eps4"] = []ruleset.Element{{Addr: vip4, Proto: 6, Port: 80, Slot: 1, Target: netip.AddrPortFrom(a4, 8080)}}
+	elems["eps6"] = []ruleset.Element{{Addr: vip6, Proto: 132, Port: 80, Target: netip.AddrPortFrom(a6, 8080)}}
+	post.Rules = append(post.Rules,
+		ruleset.Rule{Matches: []ruleset.Match{ruleset.CtStatusDNAT{}, ruleset.AddrPairIn{Set: "pairs4"}}, Verdict: ruleset.Masquerade{}},
+		ruleset.Rule{Matches: []ruleset.Match{ruleset.CtStatusDNAT{}, ruleset.DestPortIn{Set: "vips4"}, ruleset.RememberClient{Map: "sticky4"}}},
+		ruleset.Rule{Matches: []ruleset.Match{ruleset.CtStatusDNAT{}, ruleset.DestPortIn{V6: true, Set: "vips6"}, ruleset.RememberClient{V6: true, Map: "sticky6"}}})
+	pre.Rules = append(pre.Rules,
+		ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrIs{Addr: vip4}, ruleset.DPort{Proto: 6, First: 80}}, Verdict: ruleset.DNATSticky{Map: "sticky4", Port: 8080}},
+		ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrIs{V6: true, Addr: vip6}, ruleset.DPort{Proto: 132, First: 80}}, Verdict: ruleset.DNATSticky{V6: true, Map: "sticky6", Port: 8080}},
+		ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{Set: "vips4"}}, Verdict: ruleset.DNATSlot{Slots: 2, Map: "eps4"}},
+		ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: true, Set: "vips6"}}, Verdict: ruleset.DNATSlot{V6: true, Slots: 3, Map: "eps6"}})
+	sets = append(sets, ruleset.Set{Name: "vips4", Type: ruleset.AddrProtoPort4})
+	input.Rules = append(input.Rules,
+		ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{Set: "vips4"}}, Verdict: ruleset.Reject{}},
+		ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: true, Set: "vips6"}}, Verdict: ruleset.Reject{V6: true}})
 	return sets, elems, []*ruleset.Chain{post, pre, input}
 }
 
