@@ -38,11 +38,11 @@ import (
 //
 // The node's own connections to a service address on kube-dummy-if leave
 // with that address as their source (the kernel's choice for a local
-// destination), which no reply could find: they are masqueraded by their
-// source. Where kube-proxy marks them in a nat output chain, we do not:
-// nothing else would need it (the node's own address routes back), and a
-// nat output chain at dstnat priority does not list back the way
-// ruleset.Render writes it (nft names that priority only on prerouting).
+// destination), which no reply could find: they are masqueraded by that
+// source. kube-proxy marks the node's connections in a nat output chain
+// instead; its other ones come from the node's own addresses, which replies
+// find without masquerading, so one postrouting rule does the job of a
+// chain on the output hook.
 //
 // ipvs-input runs before IPVS takes the packet (IPVS hooks LOCAL_IN at
 // priority 98): an accept there only ends our chain, so the accepts just keep

@@ -144,3 +144,43 @@ func TestKernelIPVSNATDropsOtherPorts(t *testing.T) {
 		t.Errorf("ping to cluster IP %s got no answer", clusterIP)
 	}
 }
+
+// TestKernelIPVSNATHairpin checks hairpin with the stand-in for IPVS: a
+// backend pod reaching itself through a service gets no connection at all
+// while no service asks for hairpin, gets it from the node's address once a
+// service of the pod has the hairpin annotation, and with --hairpin-mode
+// without any annotation.
+func TestKernelIPVSNATHairpin(t *testing.T) {
+	c := newNATCluster(t)
+	pinIP := netip.MustParseAddr("10.96.0.11")
+	connects := func(stage string, dst netip.Addr, want bool) {
+		t.Helper()
+		if want {
+			wantSource(t, stage, c.backend.NS, dst, 80, podGateway)
+			return
+		}
+		if seen, err := sourceSeen(t, c.backend.NS, dst, 80, netnstest.ProbeTimeout); err == nil {
+			t.Errorf("%s: connection to %s succeeded (source seen %s), want none", stage, dst, seen)
+		}
+	}
+	annotated := c.state
+	plain := *annotated
+	plain.ServicePorts = map[model.ServicePortKey]*model.ServicePort{}
+	for k, sp := range annotated.ServicePorts {
+		cp := *sp
+		cp.Options.Hairpin = false
+		plain.ServicePorts[k] = &cp
+	}
+
+	c.state = &plain
+	c.program(t, ipvs.NATConfig{})
+	connects("no hairpin service: backend to itself", pinIP, false)
+
+	c.state = annotated
+	c.program(t, ipvs.NATConfig{})
+	connects("hairpin annotation: backend to itself", pinIP, true)
+
+	c.state = &plain
+	c.program(t, ipvs.NATConfig{HairpinAll: true})
+	connects("--hairpin-mode, no annotation: backend to itself", clusterIP, true)
+}
