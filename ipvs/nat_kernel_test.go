@@ -1,0 +1,97 @@
+package ipvs
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netns"
+
+	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
+	"github.com/nfrouter/nfrouter/model"
+	"github.com/nfrouter/nfrouter/nft"
+)
+
+// TestKernelNATThroughClusterIP connects through a real IPVS ClusterIP with
+// the NAT part programmed next to it, and checks the source address the
+// backend sees: a pod inside the cluster CIDRs keeps its own, with
+// --masquerade-all it is the node's, and the node's own connection (whose
+// source is the cluster IP) is masqueraded too.
+//
+//	node ns: kube-dummy-if 10.96.0.10, IPVS 10.96.0.10:80 -> 10.1.0.2:8080
+//	         veth-a 10.1.0.1/24  <->  backend ns: eth0 10.1.0.2/24, server on :8080
+//	         veth-c 10.2.0.1/24  <->  client ns:  eth0 10.2.0.2/24
+func TestKernelNATThroughClusterIP(t *testing.T) {
+	kp := newKernelProxy(t, time.Minute)
+	ctx := context.Background()
+	backend := backendNS(t, kp.ns, "veth-a", "10.1.0.1", "10.1.0.2")
+	client := backendNS(t, kp.ns, "veth-c", "10.2.0.1", "10.2.0.2")
+	serveSourceIn(t, backend, "10.1.0.2:8080")
+
+	web := svc("default", "web", 80, clusterIPs("10.96.0.10"))
+	st := newState(testNode, []*model.ServicePort{web}, map[model.ServicePortKey]model.Endpoints{
+		web.Key: {ep("10.1.0.2:8080@"+thisNode, "rs")},
+	})
+	mustNoErr(t, kp.Sync(ctx, st, &model.Changes{Full: true}), "sync IPVS")
+
+	program := func(cfg NATConfig) {
+		t.Helper()
+		cfg.NodeName = thisNode
+		b, err := nft.New(nft.Config{NetNSFd: int(kp.ns)})
+		mustNoErr(t, err, "nftables backend")
+		t.Cleanup(func() { b.Close() })
+		b.Add(NewNAT(b.Table(), cfg))
+		mustNoErr(t, b.Sync(ctx, st, &model.Changes{Full: true}), "sync nftables")
+	}
+	cluster := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	seen := func(what string, from netns.NsHandle, want string) {
+		t.Helper()
+		var got string
+		mustNoErr(t, kerneltest.Do(from, func() error {
+			c, err := net.DialTimeout("tcp4", "10.96.0.10:80", 20*time.Second)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(20 * time.Second))
+			b, err := io.ReadAll(c)
+			got = string(b)
+			return err
+		}), "%s: connect to the ClusterIP", what)
+		if got != want {
+			t.Errorf("%s: the backend saw source %s, want %s", what, got, want)
+		}
+	}
+
+	program(NATConfig{ClusterCIDRs: cluster})
+	seen("pod in the cluster CIDRs", client, "10.2.0.2")
+	seen("the node itself", kp.ns, "10.1.0.1")
+
+	program(NATConfig{ClusterCIDRs: cluster, MasqueradeAll: true})
+	seen("--masquerade-all: pod", client, "10.1.0.1")
+}
+
+// serveSourceIn answers every TCP connection to addr in ns with the
+// connection's source address.
+func serveSourceIn(t testing.TB, ns netns.NsHandle, addr string) {
+	t.Helper()
+	var ln net.Listener
+	mustNoErr(t, kerneltest.Do(ns, func() (err error) {
+		ln, err = net.Listen("tcp4", addr)
+		return err
+	}), "listen on %s", addr)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, netip.MustParseAddrPort(c.RemoteAddr().String()).Addr().String())
+			c.Close()
+		}
+	}()
+}
