@@ -11,10 +11,10 @@
 //     model service ports, endpoints and this node into desired
 //     VirtualServices, incrementally: only the service ports named in
 //     model.Changes are re-planned, and the result lists the virtual services
-//     whose desired state changed. It also exposes the desired service
-//     addresses (Planner.ServiceAddresses) as plain data, for the nftables
-//     helper rules (service-address set, masquerade, hairpin) that the nft
-//     package will contribute to its own transaction.
+//     whose desired state changed.
+//   - NAT part (nat.go, nat_rules.go, nat_hairpin.go): pure. The nftables
+//     helpers (service-address sets, masquerade, hairpin, drop of ports no
+//     service has) as a part of nft's one table and transaction.
 //   - applier (applier.go, drain.go, readback.go): the only code that writes
 //     to the kernel. It keeps what it programmed, so that an incremental sync
 //     touches only the changed virtual services and never lists IPVS; a full

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"testing"
 	"time"
 
@@ -27,6 +28,11 @@ import (
 func TestKernelNATThroughClusterIP(t *testing.T) {
 	kp := newKernelProxy(t, time.Minute)
 	ctx := context.Background()
+	// The backend's replies to the client pod are forwarded (and un-NATed
+	// by IPVS on the way).
+	mustNoErr(t, kerneltest.Do(kp.ns, func() error {
+		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644)
+	}), "enable forwarding")
 	backend := backendNS(t, kp.ns, "veth-a", "10.1.0.1", "10.1.0.2")
 	client := backendNS(t, kp.ns, "veth-c", "10.2.0.1", "10.2.0.2")
 	serveSourceIn(t, backend, "10.1.0.2:8080")
