@@ -1,0 +1,112 @@
+package svcproxy
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+
+	"github.com/nfrouter/nfrouter/nft/ruleset"
+)
+
+// Chain priorities: NAT at the standard ones; the reject filter a little
+// before the standard filter priority, so that a rejected packet meets no
+// policy chain.
+const (
+	prioDstNAT = -100
+	prioSrcNAT = 100
+	prioFilter = -10
+)
+
+// putChains writes every chain from the families, classes and sticky
+// addresses in use; the table notes only the chains that changed.
+func (p *Planner) putChains() {
+	jump := func(c string) ruleset.Rule { return ruleset.Rule{Verdict: ruleset.Jump{Chain: c}} }
+	nat := func(name, hook string, prio int32, rules ...ruleset.Rule) {
+		p.t.PutChain(&ruleset.Chain{Name: name, Base: &ruleset.Hook{Hook: hook, Type: "nat", Priority: prio}, Rules: rules})
+	}
+	nat(ChainNATPrerouting, "prerouting", prioDstNAT, jump(ChainDispatch))
+	nat(ChainNATOutput, "output", prioDstNAT, jump(ChainDispatch))
+	nat(ChainNATInput, "input", prioSrcNAT, jump(ChainRemember))
+
+	var dispatch, reject, post []ruleset.Rule
+	post = append(post, jump(ChainRemember), ruleset.Rule{
+		Matches: []ruleset.Match{ruleset.MarkHas{Bits: ruleset.MasqueradeMark}, ruleset.MarkClear{Bits: ruleset.MasqueradeMark}},
+		Verdict: ruleset.Masquerade{}})
+	for _, v6 := range []bool{false, true} {
+		if p.inUse[famIndex(v6)] == 0 {
+			continue
+		}
+		mark := []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: MasqueradeSet(v6)}}
+		if !p.cfg.MasqueradeAll {
+			mark = append(mark, ruleset.AddrIn{V6: v6, Src: true, Not: true, Set: ClusterCIDRsSet(v6)})
+		}
+		dispatch = append(dispatch, ruleset.Rule{Matches: append(mark, ruleset.MarkSet{Bits: ruleset.MasqueradeMark})})
+		reject = append(reject, ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: NoEndpointsSet(v6)}},
+			Verdict: ruleset.Reject{V6: v6}})
+		post = append(post, ruleset.Rule{Matches: []ruleset.Match{ruleset.CtStatusDNAT{}, ruleset.AddrPairIn{V6: v6, Set: HairpinSet(v6)}},
+			Verdict: ruleset.Masquerade{}})
+	}
+	dispatch = append(dispatch, jump(ChainSticky))
+	for _, v6 := range []bool{false, true} {
+		if p.inUse[famIndex(v6)] == 0 {
+			continue
+		}
+		for _, n := range p.classNumbers(v6) {
+			dispatch = append(dispatch, ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: ClassSet(n, v6)}},
+				Verdict: ruleset.DNATSlot{V6: v6, Slots: uint32(n), Map: EndpointsMap(v6)}})
+		}
+	}
+	p.t.PutChain(&ruleset.Chain{Name: ChainDispatch, Comment: "service addresses: masquerade mark, then DNAT to an endpoint", Rules: dispatch})
+	nat(ChainNATPostrouting, "postrouting", prioSrcNAT, post...)
+	for _, c := range []struct{ name, hook string }{
+		{ChainFilterInput, "input"}, {ChainFilterForward, "forward"}, {ChainFilterOutput, "output"},
+	} {
+		p.t.PutChain(&ruleset.Chain{Name: c.name, Base: &ruleset.Hook{Hook: c.hook, Type: "filter", Priority: prioFilter}, Rules: reject})
+	}
+
+	var sticky []ruleset.Rule
+	for _, vk := range slices.SortedFunc(maps.Keys(p.sticky), vipKey.compare) {
+		s := p.sticky[vk]
+		v6 := vk.Addr.Is6()
+		sticky = append(sticky, ruleset.Rule{
+			Matches: []ruleset.Match{ruleset.AddrIs{V6: v6, Addr: vk.Addr}, ruleset.DPort{Proto: uint8(vk.Proto), First: vk.Port}},
+			Verdict: ruleset.DNATSticky{V6: v6, Map: s.affinityMap, Port: s.port}})
+	}
+	p.t.PutChain(&ruleset.Chain{Name: ChainSticky, Comment: "service addresses with session affinity: clients they remember", Rules: sticky})
+
+	var remember []ruleset.Rule
+	for _, ak := range slices.SortedFunc(maps.Keys(p.affinity), compareAffinityKey) {
+		remember = append(remember, ruleset.Rule{Matches: []ruleset.Match{ruleset.CtStatusDNAT{},
+			ruleset.DestPortIn{V6: ak.v6, Set: AffinityEndpointsSet(ak.port, ak.v6, ak.duration())},
+			ruleset.RememberClient{V6: ak.v6, Map: AffinityMap(ak.port, ak.v6, ak.duration())}}})
+	}
+	p.t.PutChain(&ruleset.Chain{Name: ChainRemember, Comment: "connections to endpoints of services with session affinity: remember the client", Rules: remember})
+}
+
+// classNumbers are the endpoint counts whose class sets exist, ascending.
+func (p *Planner) classNumbers(v6 bool) []int {
+	var out []int
+	for n := 1; n <= PrecreatedClasses; n++ {
+		out = append(out, n)
+	}
+	for n := range p.classes[famIndex(v6)] {
+		if n > PrecreatedClasses {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func compareAffinityKey(a, b affinityKey) int {
+	if c := comparePortKey(a.port, b.port); c != 0 {
+		return c
+	}
+	if a.v6 != b.v6 {
+		if a.v6 {
+			return 1
+		}
+		return -1
+	}
+	return cmp.Compare(a.timeout, b.timeout)
+}

@@ -1,0 +1,83 @@
+package svcproxy
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nfrouter/nfrouter/model"
+)
+
+// Names of the service proxy's chains and sets. Every one starts with
+// "service" so that they never meet the firewall's or another part's.
+const (
+	ChainNATPrerouting  = "services-nat-prerouting"
+	ChainNATOutput      = "services-nat-output"
+	ChainNATPostrouting = "services-nat-postrouting"
+	ChainNATInput       = "services-nat-input"
+	ChainDispatch       = "services"
+	ChainSticky         = "services-sticky"
+	ChainRemember       = "services-remember"
+	ChainFilterInput    = "services-filter-input"
+	ChainFilterForward  = "services-filter-forward"
+	ChainFilterOutput   = "services-filter-output"
+)
+
+// PrecreatedClasses are the endpoint counts whose class sets and rules exist
+// whenever the family is in use, so that a service growing or shrinking
+// within them edits elements only.
+const PrecreatedClasses = 16
+
+func fam(v6 bool) string {
+	if v6 {
+		return "v6"
+	}
+	return "v4"
+}
+
+// EndpointsMap names the map from service address . protocol . port . slot
+// to endpoint address . port.
+func EndpointsMap(v6 bool) string { return "service-endpoints-" + fam(v6) }
+
+// ClassSet names the set of service addresses . protocol . port with n
+// endpoints.
+func ClassSet(n int, v6 bool) string { return fmt.Sprintf("services-with-%d-endpoints-%s", n, fam(v6)) }
+
+// NoEndpointsSet names the set of service addresses . protocol . port that
+// have no endpoint to send a new connection to.
+func NoEndpointsSet(v6 bool) string { return "services-without-endpoints-" + fam(v6) }
+
+// MasqueradeSet names the set of service addresses . protocol . port whose
+// connections from outside the cluster are masqueraded.
+func MasqueradeSet(v6 bool) string { return "service-ips-" + fam(v6) }
+
+// ClusterCIDRsSet names the interval set of the cluster's pod CIDRs.
+func ClusterCIDRsSet(v6 bool) string { return "service-cluster-cidrs-" + fam(v6) }
+
+// HairpinSet names the set of local endpoint . same endpoint pairs.
+func HairpinSet(v6 bool) string { return "service-hairpin-" + fam(v6) }
+
+// portID names a service port inside object names: namespace/name/protocol,
+// and the port's name when it has one.
+func portID(k model.ServicePortKey) string {
+	id := k.Namespace + "/" + k.Name + "/" + k.Protocol.String()
+	if k.Port != "" {
+		id += "/" + k.Port
+	}
+	return id
+}
+
+// AffinityMap names the dynamic map from client address to the endpoint
+// address it sticks to, for one service port, family and timeout. The
+// timeout is part of the name so that a new timeout makes a new map instead
+// of redefining one in place.
+func AffinityMap(k model.ServicePortKey, v6 bool, timeout time.Duration) string {
+	return "service-affinity-" + fam(v6) + "/" + portID(k) + "/" + strconv.Itoa(int(timeout.Seconds())) + "s"
+}
+
+// AffinityEndpointsSet names the set of endpoint address . protocol . port of
+// one service port with session affinity: a connection translated to one of
+// them refreshes its client's entry in AffinityMap.
+func AffinityEndpointsSet(k model.ServicePortKey, v6 bool, timeout time.Duration) string {
+	return "service-affinity-endpoints-" + fam(v6) + "/" + portID(k) + "/" + strconv.Itoa(int(timeout.Seconds())) + "s"
+}

@@ -1,0 +1,183 @@
+package svcproxy
+
+import (
+	"fmt"
+
+	"github.com/nfrouter/nfrouter/nft/ruleset"
+)
+
+func famIndex(v6 bool) int {
+	if v6 {
+		return 1
+	}
+	return 0
+}
+
+func addrProtoPort(v6 bool) ruleset.KeyType {
+	if v6 {
+		return ruleset.AddrProtoPort6
+	}
+	return ruleset.AddrProtoPort4
+}
+
+// add writes what one owned address contributes to the table.
+func (p *Planner) add(vk vipKey, pv programmedVIP) {
+	v6 := vk.Addr.Is6()
+	p.useFamily(v6, +1)
+	key := ruleset.Element{Addr: vk.Addr, Proto: uint8(vk.Proto), Port: vk.Port}
+	plan := pv.plan
+	if plan.Masquerade {
+		p.t.AddElement(MasqueradeSet(v6), key)
+	}
+	if len(plan.Endpoints) == 0 {
+		p.t.AddElement(NoEndpointsSet(v6), key)
+		return
+	}
+	p.useClass(len(plan.Endpoints), v6, +1)
+	p.t.AddElement(ClassSet(len(plan.Endpoints), v6), key)
+	for i, e := range plan.Endpoints {
+		p.t.AddElement(EndpointsMap(v6), slotElement(key, i, e))
+		if e.Local {
+			p.t.AddElement(HairpinSet(v6), ruleset.Element{Addr: e.Addr(), Peer: e.Addr()})
+		}
+	}
+	if plan.sticky() {
+		ak := affinityKey{pv.owner, v6, plan.Affinity}
+		if p.affinity[ak]++; p.affinity[ak] == 1 {
+			p.putAffinitySets(ak)
+			p.rulesDirty = true
+		}
+		for _, e := range plan.Endpoints {
+			p.t.AddElement(AffinityEndpointsSet(ak.port, v6, plan.Affinity), ruleset.Element{Addr: e.Addr(), Proto: uint8(vk.Proto), Port: e.Port()})
+		}
+	}
+}
+
+// remove takes back what add wrote.
+func (p *Planner) remove(vk vipKey, pv programmedVIP) {
+	v6 := vk.Addr.Is6()
+	key := ruleset.Element{Addr: vk.Addr, Proto: uint8(vk.Proto), Port: vk.Port}
+	plan := pv.plan
+	if plan.Masquerade {
+		p.t.RemoveElement(MasqueradeSet(v6), key)
+	}
+	if len(plan.Endpoints) == 0 {
+		p.t.RemoveElement(NoEndpointsSet(v6), key)
+	} else {
+		p.t.RemoveElement(ClassSet(len(plan.Endpoints), v6), key)
+		for i, e := range plan.Endpoints {
+			p.t.RemoveElement(EndpointsMap(v6), slotElement(key, i, e))
+			if e.Local {
+				p.t.RemoveElement(HairpinSet(v6), ruleset.Element{Addr: e.Addr(), Peer: e.Addr()})
+			}
+		}
+		if plan.sticky() {
+			ak := affinityKey{pv.owner, v6, plan.Affinity}
+			for _, e := range plan.Endpoints {
+				p.t.RemoveElement(AffinityEndpointsSet(ak.port, v6, plan.Affinity), ruleset.Element{Addr: e.Addr(), Proto: uint8(vk.Proto), Port: e.Port()})
+			}
+			if p.affinity[ak]--; p.affinity[ak] == 0 {
+				delete(p.affinity, ak)
+				p.t.DeleteSet(AffinityMap(ak.port, v6, plan.Affinity))
+				p.t.DeleteSet(AffinityEndpointsSet(ak.port, v6, plan.Affinity))
+				p.rulesDirty = true
+			}
+		}
+		p.useClass(len(plan.Endpoints), v6, -1)
+	}
+	p.useFamily(v6, -1)
+}
+
+func slotElement(key ruleset.Element, slot int, e endpoint) ruleset.Element {
+	key.Slot = uint16(slot)
+	key.Target = e.AddrPort
+	return key
+}
+
+// useFamily counts an address of a family in or out, making or deleting the
+// family's objects when it is the first or last one.
+func (p *Planner) useFamily(v6 bool, d int) {
+	i := famIndex(v6)
+	before := p.inUse[i]
+	p.inUse[i] += d
+	switch {
+	case before == 0 && p.inUse[i] > 0:
+		for _, s := range familySets(v6) {
+			p.t.PutSet(s)
+		}
+		for n := 1; n <= PrecreatedClasses; n++ {
+			p.t.PutSet(classSet(n, v6))
+		}
+		for _, e := range p.cidrs[i] {
+			p.t.AddElement(ClusterCIDRsSet(v6), e)
+		}
+		p.rulesDirty = true
+	case before > 0 && p.inUse[i] == 0:
+		for _, s := range familySets(v6) {
+			p.t.DeleteSet(s.Name)
+		}
+		for n := 1; n <= PrecreatedClasses; n++ {
+			p.t.DeleteSet(ClassSet(n, v6))
+		}
+		p.rulesDirty = true
+	}
+}
+
+// useClass counts an address with n endpoints in or out; classes beyond the
+// precreated ones exist while some address is in them.
+func (p *Planner) useClass(n int, v6 bool, d int) {
+	c := p.classes[famIndex(v6)]
+	c[n] += d
+	if c[n] == 0 {
+		delete(c, n)
+	}
+	if n <= PrecreatedClasses {
+		return
+	}
+	switch {
+	case d > 0 && c[n] == 1:
+		p.t.PutSet(classSet(n, v6))
+		p.rulesDirty = true
+	case d < 0 && c[n] == 0:
+		p.t.DeleteSet(ClassSet(n, v6))
+		p.rulesDirty = true
+	}
+}
+
+func classSet(n int, v6 bool) ruleset.Set {
+	return ruleset.Set{Name: ClassSet(n, v6), Type: addrProtoPort(v6),
+		Comment: fmt.Sprintf("service address . protocol . port with %d endpoints, in slots 0-%d of %s", n, n-1, EndpointsMap(v6))}
+}
+
+func familySets(v6 bool) []ruleset.Set {
+	addr, pair, slot, target := ruleset.Addr4, ruleset.AddrPair4, ruleset.EndpointSlot4, ruleset.AddrPort4
+	if v6 {
+		addr, pair, slot, target = ruleset.Addr6, ruleset.AddrPair6, ruleset.EndpointSlot6, ruleset.AddrPort6
+	}
+	return []ruleset.Set{
+		{Name: EndpointsMap(v6), Type: slot, Data: target, Comment: "service address . protocol . port . slot to endpoint address . port"},
+		{Name: NoEndpointsSet(v6), Type: addrProtoPort(v6), Comment: "service address . protocol . port without endpoints: rejected"},
+		{Name: MasqueradeSet(v6), Type: addrProtoPort(v6), Comment: "service address . protocol . port masqueraded from outside the cluster"},
+		{Name: ClusterCIDRsSet(v6), Type: addr, Interval: true, Comment: "the cluster's pod CIDRs"},
+		{Name: HairpinSet(v6), Type: pair, Comment: "local endpoint . itself: a pod reaching itself through a service"},
+	}
+}
+
+// putAffinitySets makes the dynamic map and the endpoint set of one
+// service port's session affinity.
+func (p *Planner) putAffinitySets(ak affinityKey) {
+	addr, kt := ruleset.Addr4, ruleset.AddrProtoPort4
+	if ak.v6 {
+		addr, kt = ruleset.Addr6, ruleset.AddrProtoPort6
+	}
+	timeout := ak.timeout
+	p.t.PutSet(ruleset.Set{Name: AffinityMap(ak.port, ak.v6, timeout), Type: addr, Data: addr,
+		Dynamic: true, Size: affinitySize, Timeout: timeout,
+		Comment: "client to the endpoint it sticks to, for " + ak.port.String()})
+	p.t.PutSet(ruleset.Set{Name: AffinityEndpointsSet(ak.port, ak.v6, timeout), Type: kt,
+		Comment: "endpoints of " + ak.port.String() + " whose new connections refresh affinity"})
+}
+
+// affinitySize bounds the clients one service port remembers, as nft does
+// for a dynamic set declared without a size.
+const affinitySize = 65535

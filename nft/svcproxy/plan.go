@@ -1,0 +1,122 @@
+package svcproxy
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/nfrouter/nfrouter/model"
+)
+
+// vipKey is one service address, protocol and port: the unit traffic is
+// matched on.
+type vipKey struct {
+	Addr  netip.Addr
+	Proto model.Protocol
+	Port  uint16
+}
+
+func (k vipKey) compare(o vipKey) int {
+	if c := k.Addr.Compare(o.Addr); c != 0 {
+		return c
+	}
+	if k.Proto != o.Proto {
+		return int(k.Proto) - int(o.Proto)
+	}
+	return int(k.Port) - int(o.Port)
+}
+
+func (k vipKey) String() string {
+	return fmt.Sprintf("%s/%s", k.Proto, netip.AddrPortFrom(k.Addr, k.Port))
+}
+
+// endpoint is one endpoint a service address sends new connections to.
+type endpoint struct {
+	netip.AddrPort
+	Local bool // on this node: a candidate for hairpin
+}
+
+// vipPlan is what one service port wants at one service address.
+type vipPlan struct {
+	// Endpoints in slot order (the model's order: by address, then port).
+	Endpoints []endpoint
+	// Masquerade: connections from outside the cluster CIDRs are
+	// masqueraded. Off for external addresses of services whose external
+	// traffic policy is Local, which keep the client's address.
+	Masquerade bool
+	// Affinity is the ClientIP session affinity timeout, 0 for none.
+	// StickyPort is the endpoints' one target port, which the sticky DNAT
+	// needs; 0 when they differ (no affinity then, and a problem).
+	Affinity   time.Duration
+	StickyPort uint16
+}
+
+func (p *vipPlan) equal(o *vipPlan) bool {
+	return p.Masquerade == o.Masquerade && p.Affinity == o.Affinity && p.StickyPort == o.StickyPort &&
+		slices.Equal(p.Endpoints, o.Endpoints)
+}
+
+// sticky reports whether the address gets session-affinity rules.
+func (p *vipPlan) sticky() bool { return p.Affinity > 0 && p.StickyPort != 0 && len(p.Endpoints) > 0 }
+
+// planPort returns what service port sp wants at each of its addresses: its
+// cluster IPs, external IPs and load-balancer IPs on its port, and this
+// node's NodePort addresses (of the service's families) on its NodePort.
+// An address listed under two kinds counts once, as the first of them. The
+// second result is a problem to report, "" when none.
+func planPort(sp *model.ServicePort, eps model.Endpoints, node *model.Node, cfg Config) (map[vipKey]*vipPlan, string) {
+	if sp == nil {
+		return nil, ""
+	}
+	out := map[vipKey]*vipPlan{}
+	var problem string
+	add := func(external bool, addrs []netip.Addr, port uint16) {
+		if port == 0 {
+			return
+		}
+		local := sp.Options.Local || (external && sp.ExternalTrafficLocal) || (!external && sp.InternalTrafficLocal)
+		for _, a := range addrs {
+			k := vipKey{a, sp.Key.Protocol, port}
+			if out[k] != nil {
+				continue
+			}
+			vp := &vipPlan{Masquerade: !(external && local)}
+			for _, e := range eps.Serving(a.Is4(), local, cfg.NodeName) {
+				vp.Endpoints = append(vp.Endpoints, endpoint{netip.AddrPortFrom(e.Addr, e.Port), e.Node == cfg.NodeName})
+			}
+			if sp.AffinityTimeout > 0 {
+				vp.Affinity = time.Duration(sp.AffinityTimeout) * time.Second
+				vp.StickyPort = commonPort(vp.Endpoints)
+				if vp.StickyPort == 0 && len(vp.Endpoints) > 0 {
+					problem = "session affinity needs one target port, but the endpoints listen on several; balancing without affinity"
+				}
+			}
+			out[k] = vp
+		}
+	}
+	add(false, sp.ClusterIPs, sp.Port)
+	add(true, sp.ExternalIPs, sp.Port)
+	add(true, sp.LoadBalancerIPs, sp.Port)
+	var nodeAddrs []netip.Addr
+	for _, a := range node.NodePortAddrs(cfg.NodePortBindOnAllIPs) {
+		if slices.ContainsFunc(sp.ClusterIPs, func(c netip.Addr) bool { return c.Is4() == a.Is4() }) {
+			nodeAddrs = append(nodeAddrs, a)
+		}
+	}
+	add(true, nodeAddrs, sp.NodePort)
+	return out, problem
+}
+
+func commonPort(eps []endpoint) uint16 {
+	if len(eps) == 0 {
+		return 0
+	}
+	p := eps[0].Port()
+	for _, e := range eps[1:] {
+		if e.Port() != p {
+			return 0
+		}
+	}
+	return p
+}

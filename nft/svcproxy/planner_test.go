@@ -1,0 +1,214 @@
+package svcproxy
+
+import (
+	"bytes"
+	"flag"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nfrouter/nfrouter/model"
+	"github.com/nfrouter/nfrouter/nft/internal/svcfixture"
+	"github.com/nfrouter/nfrouter/nft/ruleset"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+func configOf(c svcfixture.Case) Config {
+	return Config{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: c.BindAll, MasqueradeAll: c.MasqueradeAll, ClusterCIDRs: c.ClusterCIDRs}
+}
+
+func render(t testing.TB, tab *ruleset.Table) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := ruleset.Render(&b, tab); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func plan(st *model.State, cfg Config) (*ruleset.Table, *Result) {
+	tab := ruleset.NewTable("inet", "nfrouter")
+	res := New(tab, cfg).Update(st, &model.Changes{Full: true})
+	return tab, res
+}
+
+// TestGolden plans each service shape from scratch and compares the nft
+// text and the problems with testdata/<case>.golden; -update rewrites them.
+func TestGolden(t *testing.T) {
+	for _, c := range svcfixture.Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			tab, res := plan(c.State, configOf(c))
+			got := render(t, tab)
+			for _, p := range res.Problems {
+				got += "# problem " + p.Port.String() + " " + p.Reason + ": " + p.Message + "\n"
+			}
+			path := filepath.Join("testdata", c.Name+".golden")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update)", err)
+			}
+			if got != string(want) {
+				t.Errorf("plan differs from %s (run with -update to accept):\n%s", path, got)
+			}
+		})
+	}
+}
+
+// TestIncrementalEqualsFull walks random sequences of states drawn from the
+// union of every case and checks that planning each step from its changed
+// keys yields exactly the table a fresh planner builds, and the same
+// problems.
+func TestIncrementalEqualsFull(t *testing.T) {
+	universe := svcfixture.NewState(nil, nil, nil)
+	for _, c := range svcfixture.Cases() {
+		maps.Copy(universe.ServicePorts, c.State.ServicePorts)
+		maps.Copy(universe.Nodes, c.State.Nodes)
+		for k, e := range c.State.Endpoints {
+			universe.Endpoints[k] = append(universe.Endpoints[k], e...)
+		}
+	}
+	// Variants a step may switch a key to.
+	altPorts := map[model.ServicePortKey]*model.ServicePort{}
+	for k, sp := range universe.ServicePorts {
+		alt := *sp
+		alt.AffinityTimeout = 30 - sp.AffinityTimeout%7
+		alt.ExternalTrafficLocal = !sp.ExternalTrafficLocal
+		alt.NodePort = 31000 + sp.Port%100
+		altPorts[k] = &alt
+	}
+	altNode := *universe.Nodes[svcfixture.NodeName]
+	altNode.InternalIPs = svcfixture.Addrs("192.168.1.12", "fd00:1::12")
+	keys := slices.SortedFunc(maps.Keys(universe.ServicePorts), comparePortKey)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, cfg := range []Config{
+		{NodeName: svcfixture.NodeName},
+		{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: true, MasqueradeAll: true},
+	} {
+		tab := ruleset.NewTable("inet", "nfrouter")
+		p := New(tab, cfg)
+		prev := svcfixture.NewState(nil, nil, nil)
+		p.Update(prev, &model.Changes{Full: true})
+		problems := map[model.ServicePortKey]Problem{}
+		for step := range 400 {
+			next := svcfixture.NewState(nil, nil, nil)
+			maps.Copy(next.ServicePorts, prev.ServicePorts)
+			maps.Copy(next.Endpoints, prev.Endpoints)
+			maps.Copy(next.Nodes, prev.Nodes)
+			ch := &model.Changes{}
+			for range 1 + rng.IntN(3) {
+				k := keys[rng.IntN(len(keys))]
+				switch rng.IntN(4) {
+				case 0: // the service port comes, changes or goes
+					switch {
+					case next.ServicePorts[k] == nil:
+						next.ServicePorts[k] = universe.ServicePorts[k]
+					case next.ServicePorts[k] == universe.ServicePorts[k] && rng.IntN(2) == 0:
+						next.ServicePorts[k] = altPorts[k]
+					default:
+						delete(next.ServicePorts, k)
+					}
+					ch.ServicePorts.Add(k)
+				case 1, 2: // a random subset of its endpoints
+					all := universe.Endpoints[k]
+					var sub model.Endpoints
+					for _, e := range all {
+						if rng.IntN(3) > 0 {
+							sub = append(sub, e)
+						}
+					}
+					if len(sub) == 0 {
+						delete(next.Endpoints, k)
+					} else {
+						next.Endpoints[k] = sub
+					}
+					ch.Endpoints.Add(k)
+				case 3: // this node's addresses, or the other node
+					if rng.IntN(2) == 0 {
+						if next.Nodes[svcfixture.NodeName] == universe.Nodes[svcfixture.NodeName] {
+							next.Nodes[svcfixture.NodeName] = &altNode
+						} else {
+							next.Nodes[svcfixture.NodeName] = universe.Nodes[svcfixture.NodeName]
+						}
+						ch.Nodes.Add(svcfixture.NodeName)
+					} else {
+						if next.Nodes["node-b"] == nil {
+							next.Nodes["node-b"] = universe.Nodes["node-b"]
+						} else {
+							delete(next.Nodes, "node-b")
+						}
+						ch.Nodes.Add("node-b")
+					}
+				}
+			}
+			res := p.Update(next, ch)
+			for _, pr := range res.Problems {
+				if pr.Message == "" {
+					delete(problems, pr.Port)
+				} else {
+					problems[pr.Port] = pr
+				}
+			}
+			want, wantRes := plan(next, cfg)
+			if got, w := render(t, tab), render(t, want); got != w {
+				t.Fatalf("step %d (%+v): incremental plan differs from full plan:\n--- incremental\n%s\n--- full\n%s", step, cfg, got, w)
+			}
+			wantProblems := map[model.ServicePortKey]Problem{}
+			for _, pr := range wantRes.Problems {
+				wantProblems[pr.Port] = pr
+			}
+			if !maps.Equal(problems, wantProblems) {
+				t.Fatalf("step %d: problems %v, want %v", step, problems, wantProblems)
+			}
+			prev = next
+		}
+	}
+}
+
+// TestEndpointChangeEditsElementsOnly checks that an endpoint coming and
+// going within the precreated classes journals no chain and no set
+// definition, only elements.
+func TestEndpointChangeEditsElementsOnly(t *testing.T) {
+	c := svcfixture.Cases()[1] // cluster-ip
+	if c.Name != "cluster-ip" {
+		t.Fatalf("case 1 is %s", c.Name)
+	}
+	tab := ruleset.NewTable("inet", "nfrouter")
+	p := New(tab, configOf(c))
+	p.Update(c.State, &model.Changes{Full: true})
+	tab.TakeDirty()
+	for k, eps := range c.State.Endpoints {
+		next := svcfixture.NewState(nil, nil, nil)
+		maps.Copy(next.ServicePorts, c.State.ServicePorts)
+		maps.Copy(next.Nodes, c.State.Nodes)
+		next.Endpoints[k] = eps[1:]
+		ch := &model.Changes{}
+		ch.Endpoints.Add(k)
+		p.Update(next, ch)
+		chains, sets, elems := tab.TakeDirty()
+		if len(chains) != 0 {
+			t.Errorf("chains rewritten: %v", chains)
+		}
+		for _, s := range sets {
+			if elems[s] == nil {
+				t.Errorf("set %s redefined", s)
+			}
+		}
+		if len(sets) == 0 {
+			t.Error("nothing changed")
+		}
+		if got := strings.Join(sets, " "); !strings.Contains(got, EndpointsMap(false)) {
+			t.Errorf("changed sets %s, want %s among them", got, EndpointsMap(false))
+		}
+	}
+}
