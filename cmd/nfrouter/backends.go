@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/nfrouter/nfrouter/ipvs"
 	"github.com/nfrouter/nfrouter/nft"
 	"github.com/nfrouter/nfrouter/nft/ruleset"
 	"github.com/nfrouter/nfrouter/watch"
@@ -100,13 +101,19 @@ func firewallPart(w wiring) nftPart {
 	}
 }
 
-// dryRunParts are the parts --dry-run renders: the firewall. They register
-// no metrics and record no events.
+// dryRunParts are the parts --dry-run renders: the firewall, and the
+// service proxy in nftables mode. They register no metrics and record no
+// events.
 func dryRunParts(w wiring) []nftPart {
 	w.reg, w.events = nil, nil
 	var parts []nftPart
 	if w.o.runFirewall {
 		parts = append(parts, firewallPart(w))
+	}
+	if w.o.runServiceProxy {
+		if mode, _ := proxyMode(w.o.proxy.mode, ipvs.Available); mode == proxyModeNFTables {
+			parts = append(parts, nftablesProxyPart(w))
+		}
 	}
 	return parts
 }

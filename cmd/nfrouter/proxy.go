@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -100,18 +99,17 @@ func parsePortRange(s string) (lo, hi uint16, err error) {
 }
 
 // proxyMode resolves --service-proxy against what the kernel offers; probe
-// reports whether IPVS is available.
-func proxyMode(requested string, probe func() error) (string, error) {
+// reports whether IPVS is available. auto takes IPVS where the kernel has
+// it and the nftables proxy otherwise; why is the second result, for the log.
+func proxyMode(requested string, probe func() error) (mode, why string) {
 	switch requested {
-	case proxyModeIPVS:
-		return proxyModeIPVS, nil
-	case proxyModeNFTables:
-		return "", errors.New("--service-proxy=nftables: the nftables service proxy is not in this build yet; use --service-proxy=ipvs")
+	case proxyModeIPVS, proxyModeNFTables:
+		return requested, "requested"
 	}
 	if err := probe(); err != nil {
-		return "", fmt.Errorf("--service-proxy=auto: this kernel offers no IPVS (%w) and the nftables service proxy is not in this build yet; load the ip_vs module or run with --run-service-proxy=false", err)
+		return proxyModeNFTables, fmt.Sprintf("this kernel offers no IPVS (%v)", err)
 	}
-	return proxyModeIPVS, nil
+	return proxyModeIPVS, "this kernel offers IPVS"
 }
 
 // newServiceProxy builds the service proxy backend in the current network
@@ -119,11 +117,8 @@ func proxyMode(requested string, probe func() error) (string, error) {
 // drainer and releases its kernel sockets.
 func newServiceProxy(w wiring) (watch.Backend, func() error, []nftPart, error) {
 	o, nodeName, log, reg, events := w.o, w.nodeName, w.log, w.reg, w.events
-	mode, err := proxyMode(o.proxy.mode, ipvs.Available)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	log.Info("Service proxy mode chosen", "requested", o.proxy.mode, "mode", mode)
+	mode, why := proxyMode(o.proxy.mode, ipvs.Available)
+	log.Info("Service proxy mode chosen", "requested", o.proxy.mode, "mode", mode, "why", why)
 	if mode == proxyModeNFTables {
 		return nil, nil, []nftPart{nftablesProxyPart(w)}, nil
 	}

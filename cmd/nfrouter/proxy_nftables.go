@@ -1,7 +1,7 @@
 package main
 
 import (
-	"errors"
+	"fmt"
 
 	"github.com/nfrouter/nfrouter/nft"
 	"github.com/nfrouter/nfrouter/nft/ruleset"
@@ -10,6 +10,25 @@ import (
 // nftablesProxyPart is the nftables service proxy (--service-proxy=nftables).
 func nftablesProxyPart(w wiring) nftPart {
 	return func(t *ruleset.Table) (nft.Part, error) {
-		return nil, errors.New("the nftables service proxy is not in this build yet")
+		cidrs, err := w.o.proxy.clusterPrefixes()
+		if err != nil {
+			return nil, err
+		}
+		cfg := nft.ServiceProxyConfig{
+			NodeName:             w.nodeName,
+			NodePortBindOnAllIPs: w.o.proxy.nodePortBindOnAllIP,
+			MasqueradeAll:        w.o.proxy.masqueradeAll,
+			ClusterCIDRs:         cidrs,
+			Logger:               w.log,
+			Registerer:           w.reg,
+		}
+		if w.events != nil {
+			cfg.Events = w.events
+		}
+		p, err := nft.NewServiceProxy(t, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("--service-proxy=nftables: %w", err)
+		}
+		return p, nil
 	}
 }
