@@ -1,6 +1,6 @@
-// Package nft programs nfrouter's nftables table: the NetworkPolicy firewall
-// today, the service proxy's NAT objects later, all in one atomic netlink
-// transaction per sync.
+// Package nft programs nfrouter's nftables table: the NetworkPolicy firewall,
+// the nftables service proxy (or the IPVS proxy's NAT helpers) and pod
+// egress masquerading, all in one atomic netlink transaction per sync.
 //
 // # Layers
 //
@@ -8,13 +8,20 @@
 //     their nft text. Pure.
 //   - nft/netpol: the firewall planner, model.State → ruleset.Table,
 //     incremental. Pure. Its package comment describes the ruleset layout.
+//   - nft/svcproxy: the nftables service proxy planner (--service-proxy=
+//     nftables): endpoints in map slots, services grouped by endpoint count,
+//     session affinity in dynamic maps. Pure; its package comment describes
+//     its layout.
+//   - nft/egress: pod egress masquerading.
 //   - this package: the applier (diff against an element-level cache of what is
 //     programmed, one batch per sync, read-back and repair on full syncs), the
-//     netlink transport, metrics, and Firewall, the watch backend.
+//     netlink transport, metrics, and Backend, the watch backend, which
+//     composes Parts: Firewall, ServiceProxy, and the parts of other
+//     packages (the IPVS proxy's NAT helpers).
 //
-// Another planner (the service proxy) adds its own objects to the same
-// ruleset.Table under names of its own; the applier does not care who wrote
-// an object, so both land in one transaction.
+// Each part writes its own objects into the one ruleset.Table under names of
+// its own (the service proxy's all start with "service"); the applier does
+// not care who wrote an object, so all land in one transaction.
 //
 // # Kernel quirks
 //
@@ -30,6 +37,15 @@
 //     transaction that deleted the elements.
 //   - google/nftables cannot write chain comments; the applier appends
 //     NFTA_CHAIN_USERDATA (Linux ≥ 5.10) to the chain message itself.
+//   - Nor can it declare a set with typeof (a key with no type name, such as
+//     the slot numgen yields): the applier replaces the set's userdata with
+//     the TLVs nft 1.0.6 writes for it (typeof.go), so that nft prints and
+//     re-reads the declaration.
+//   - google/nftables' ct expression sends no direction for the typed
+//     address keys (`ct original ip daddr`), which the kernel refuses; no
+//     rule uses them.
+//   - Dynamic sets (filled by `update @set` in the packet path) are never
+//     diffed or repaired; a planner flushes one explicitly (Table.FlushSet).
 //   - Interval sets are written the way nft writes them (a leading end element
 //     at address zero, ranges as start and one-past-the-end) so that `nft list`
 //     prints them as prefixes and ranges, and are rewritten whole on change.
