@@ -67,9 +67,12 @@ func (b *Bed) StartNFRouter(ctx context.Context, node *Node, extra ...string) (*
 		"-f", "--seccomp-bpf", "-qq", "-e", "trace=execve,execveat", "-e", "signal=none", "-o", r.trace, "--",
 		b.cfg.NFRouter,
 		"--kubeconfig=" + kubeconfig, "--hostname-override=" + node.Name,
-		// Pod routes come from nfrouter's BGP mesh; graceful restart keeps
-		// them on the other nodes while one nfrouter restarts.
-		"--run-service-proxy=false", "--run-router=true", "--bgp-graceful-restart=true",
+		// Everything on, as the DaemonSet runs it: services through the
+		// nftables proxy (the host kernel has no IPVS), pod routes from the
+		// BGP mesh, whose graceful restart keeps them on the other nodes
+		// while one nfrouter restarts.
+		"--run-service-proxy=true", "--service-proxy=nftables",
+		"--run-router=true", "--bgp-graceful-restart=true",
 		"--metrics-addr=127.0.0.1", "--metrics-port=" + strconv.Itoa(metricsPort),
 		"--health-addr=127.0.0.1", "--health-port=" + strconv.Itoa(healthPort),
 		"--log-format=json",
