@@ -32,38 +32,23 @@ type wiring struct {
 
 func newBackends(w wiring) (*backends, error) {
 	b := &backends{}
-	var parts []nftPart
-	if w.o.runFirewall {
-		parts = append(parts, firewallPart(w))
-	}
-	for _, add := range []struct {
-		enabled bool
-		flag    string
-		build   func(wiring) (watch.Backend, func() error, []nftPart, error)
-	}{
-		{w.o.runServiceProxy, "--run-service-proxy", newServiceProxy},
-		{w.o.runRouter, "--run-router", newRouter},
-	} {
-		if !add.enabled {
-			continue
+	mode := w.proxyMode()
+	if mode == proxyModeIPVS {
+		backend, closer, err := newIPVSProxy(w)
+		if err != nil {
+			return nil, fmt.Errorf("--run-service-proxy: %w", err)
 		}
-		backend, closer, more, err := add.build(w)
+		b.list, b.closers = append(b.list, backend), append(b.closers, closer)
+	}
+	if w.o.runRouter {
+		backend, closer, err := newRouter(w)
 		if err != nil {
 			b.close(w.log)
-			return nil, fmt.Errorf("%s: %w", add.flag, err)
+			return nil, fmt.Errorf("--run-router: %w", err)
 		}
-		if backend != nil {
-			b.list = append(b.list, backend)
-		}
-		if closer != nil {
-			b.closers = append(b.closers, closer)
-		}
-		for _, p := range more {
-			if p != nil {
-				parts = append(parts, p)
-			}
-		}
+		b.list, b.closers = append(b.list, backend), append(b.closers, closer)
 	}
+	parts := nftParts(w, mode)
 	if len(parts) == 0 {
 		return b, nil
 	}
@@ -87,6 +72,35 @@ func newBackends(w wiring) (*backends, error) {
 	return b, nil
 }
 
+// proxyMode is the service proxy mode to run, "" without a service proxy.
+func (w wiring) proxyMode() string {
+	if !w.o.runServiceProxy {
+		return ""
+	}
+	mode, why := proxyMode(w.o.proxy.mode, ipvs.Available)
+	w.log.Info("Service proxy mode chosen", "requested", w.o.proxy.mode, "mode", mode, "why", why)
+	return mode
+}
+
+// nftParts are the parts of the nftables table that the flags ask for, with
+// the service proxy in proxyMode ("" for none).
+func nftParts(w wiring, proxyMode string) []nftPart {
+	var parts []nftPart
+	if w.o.runFirewall {
+		parts = append(parts, firewallPart(w))
+	}
+	switch proxyMode {
+	case proxyModeNFTables:
+		parts = append(parts, nftablesProxyPart(w))
+	case proxyModeIPVS:
+		parts = append(parts, ipvsNATPart(w))
+	}
+	if w.o.runRouter && w.o.router.enablePodEgress {
+		parts = append(parts, podEgressPart(w))
+	}
+	return parts
+}
+
 func firewallPart(w wiring) nftPart {
 	return func(t *ruleset.Table) (nft.Part, error) {
 		cfg := nft.FirewallConfig{NodeName: w.nodeName, DefaultDeny: w.o.netpolDefaultDeny, Logger: w.log, Registerer: w.reg}
@@ -101,21 +115,11 @@ func firewallPart(w wiring) nftPart {
 	}
 }
 
-// dryRunParts are the parts --dry-run renders: the firewall, and the
-// service proxy in nftables mode. They register no metrics and record no
-// events.
+// dryRunParts are the parts --dry-run renders: all of the table the flags
+// ask for. They register no metrics and record no events.
 func dryRunParts(w wiring) []nftPart {
 	w.reg, w.events = nil, nil
-	var parts []nftPart
-	if w.o.runFirewall {
-		parts = append(parts, firewallPart(w))
-	}
-	if w.o.runServiceProxy {
-		if mode, _ := proxyMode(w.o.proxy.mode, ipvs.Available); mode == proxyModeNFTables {
-			parts = append(parts, nftablesProxyPart(w))
-		}
-	}
-	return parts
+	return nftParts(w, w.proxyMode())
 }
 
 // close releases the backends' kernel sockets; what they programmed stays.

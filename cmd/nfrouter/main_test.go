@@ -31,7 +31,7 @@ func TestUsageErrorsAreOneLineAndExitTwo(t *testing.T) {
 		{[]string{"--log-format", "xml"}, `--log-format must be text or json, not "xml"`},
 		{[]string{"--sync-period", "0s"}, "--sync-period must be positive"},
 		{[]string{"--min-sync-interval", "10m", "--sync-period", "1m"}, "--min-sync-interval must be between 0 and --sync-period"},
-		{[]string{"--dry-run", "--run-firewall=false"}, "--dry-run prints the nftables table and needs --run-firewall or --service-proxy=nftables"},
+		{[]string{"--dry-run", "--run-firewall=false", "--run-service-proxy=false", "--enable-pod-egress=false"}, "--dry-run prints the nftables table, which needs --run-firewall, --run-service-proxy or --enable-pod-egress"},
 		{[]string{"--health-port", "70000"}, "invalid argument"},
 		{[]string{"stray"}, `unexpected argument "stray"`},
 	} {

@@ -66,7 +66,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.BoolVar(&o.runRouter, "run-router", true, "Route pod networks with BGP.")
 
 	fs.BoolVar(&o.netpolDefaultDeny, "netpol-default-deny", false, "Deny traffic of local pods until the firewall has programmed them.")
-	fs.BoolVar(&o.dryRun, "dry-run", false, "Print the nftables table that would be programmed (the firewall, and the service proxy in nftables mode), in nft syntax, and exit without touching the kernel.")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "Print the nftables table that would be programmed (firewall, service proxy NAT, pod egress), in nft syntax, and exit without touching the kernel.")
 
 	o.proxy.addFlags(fs)
 	o.router.addFlags(fs)
@@ -117,8 +117,8 @@ func (o *options) validate() error {
 	if o.cacheSyncTimeout <= 0 {
 		errs = append(errs, fmt.Sprintf("--cache-sync-timeout must be positive, not %s", o.cacheSyncTimeout))
 	}
-	if o.dryRun && !o.runFirewall && !(o.runServiceProxy && o.proxy.mode == proxyModeNFTables) {
-		errs = append(errs, "--dry-run prints the nftables table and needs --run-firewall or --service-proxy=nftables")
+	if o.dryRun && !o.runFirewall && !o.runServiceProxy && !(o.runRouter && o.router.enablePodEgress) {
+		errs = append(errs, "--dry-run prints the nftables table, which needs --run-firewall, --run-service-proxy or --enable-pod-egress")
 	}
 	if o.verbosity < 0 {
 		errs = append(errs, fmt.Sprintf("-v must not be negative, not %d", o.verbosity))

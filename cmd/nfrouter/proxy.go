@@ -112,19 +112,14 @@ func proxyMode(requested string, probe func() error) (mode, why string) {
 	return proxyModeIPVS, "this kernel offers IPVS"
 }
 
-// newServiceProxy builds the service proxy backend in the current network
-// namespace, and the parts of the nftables table it needs; close stops its
-// drainer and releases its kernel sockets.
-func newServiceProxy(w wiring) (watch.Backend, func() error, []nftPart, error) {
+// newIPVSProxy builds the IPVS service proxy backend in the current network
+// namespace (its nftables objects are ipvsNATPart); close stops its drainer
+// and releases its kernel sockets.
+func newIPVSProxy(w wiring) (watch.Backend, func() error, error) {
 	o, nodeName, log, reg, events := w.o, w.nodeName, w.log, w.reg, w.events
-	mode, why := proxyMode(o.proxy.mode, ipvs.Available)
-	log.Info("Service proxy mode chosen", "requested", o.proxy.mode, "mode", mode, "why", why)
-	if mode == proxyModeNFTables {
-		return nil, nil, []nftPart{nftablesProxyPart(w)}, nil
-	}
 	npMin, npMax, err := parsePortRange(o.proxy.nodePortRange)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("--service-node-port-range: %w", err)
+		return nil, nil, fmt.Errorf("--service-node-port-range: %w", err)
 	}
 	var rec ipvs.EventRecorder
 	if events != nil {
@@ -140,7 +135,7 @@ func newServiceProxy(w wiring) (watch.Backend, func() error, []nftPart, error) {
 		Events:      rec,
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -152,5 +147,5 @@ func newServiceProxy(w wiring) (watch.Backend, func() error, []nftPart, error) {
 		cancel()
 		<-done
 		return p.Close()
-	}, []nftPart{ipvsNATPart(w)}, nil
+	}, nil
 }

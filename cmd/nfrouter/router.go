@@ -128,9 +128,9 @@ func (r *routerOptions) peers() ([]bgp.ExternalPeer, error) {
 	return out, nil
 }
 
-// newRouter builds the BGP router backend, and the parts of the nftables
-// table it needs; close stops it.
-func newRouter(w wiring) (b watch.Backend, close func() error, parts []nftPart, err error) {
+// newRouter builds the BGP router backend (its nftables object is
+// podEgressPart); close stops it.
+func newRouter(w wiring) (b watch.Backend, close func() error, err error) {
 	o, nodeName, log, reg, events := w.o, w.nodeName, w.log, w.reg, w.events
 	r := o.router
 	cfg := bgp.DefaultConfig()
@@ -142,7 +142,7 @@ func newRouter(w wiring) (b watch.Backend, close func() error, parts []nftPart, 
 	cfg.GracefulRestart, cfg.GracefulRestartTime, cfg.GracefulRestartDeferral = r.gracefulRestart, r.gracefulRestartTime, r.gracefulRestartDeferral
 	cfg.NodesFullMesh, cfg.MultihopTTL = r.nodesFullMesh, r.multihopTTL
 	if cfg.PeerRouters, err = r.peers(); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	cfg.AdvertisePodCIDR, cfg.AdvertiseClusterIP, cfg.AdvertiseExternalIP, cfg.AdvertiseLoadBalancerIP =
 		r.advertisePodCIDR, r.advertiseClusterIP, r.advertiseExternalIP, r.advertiseLBIP
@@ -151,14 +151,11 @@ func newRouter(w wiring) (b watch.Backend, close func() error, parts []nftPart, 
 	if events != nil {
 		cfg.Events = events
 	}
-	if r.enablePodEgress {
-		parts = append(parts, podEgressPart(w))
-	}
 	router, err := bgp.New(cfg)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	return router, router.Close, parts, nil
+	return router, router.Close, nil
 }
 
 func decodePassword(s string) (string, error) {
