@@ -70,27 +70,17 @@ func hairpinSet(v6 bool) string       { return "ipvs-hairpin-" + fam(v6) }
 func clusterCIDRsSet(v6 bool) string  { return "ipvs-cluster-cidrs-" + fam(v6) }
 func localExternalSet(v6 bool) string { return "ipvs-local-external-" + fam(v6) }
 
-func addrType(v6 bool) ruleset.KeyType {
-	if v6 {
-		return ruleset.Addr6
-	}
-	return ruleset.Addr4
-}
-
 // natSets are the set definitions of one family.
 func (n *NAT) natSets(v6 bool) []ruleset.Set {
-	svc := ruleset.AddrProtoPort4
-	if v6 {
-		svc = ruleset.AddrProtoPort6
-	}
+	svc := ruleset.AddrProtoPortKey(v6)
 	sets := []ruleset.Set{
 		{Name: servicesSet(v6), Type: svc, Comment: "IPVS virtual services"},
-		{Name: vipsSet(v6), Type: addrType(v6), Comment: "IPVS service addresses on kube-dummy-if"},
+		{Name: vipsSet(v6), Type: ruleset.AddrKey(v6), Comment: "IPVS service addresses on kube-dummy-if"},
 	}
 	sets = append(sets, hairpinSets(v6)...)
 	if !n.cfg.MasqueradeAll {
 		sets = append(sets,
-			ruleset.Set{Name: clusterCIDRsSet(v6), Type: addrType(v6), Interval: true,
+			ruleset.Set{Name: clusterCIDRsSet(v6), Type: ruleset.AddrKey(v6), Interval: true,
 				Comment: "cluster pod networks: connections from them keep their source"},
 			ruleset.Set{Name: localExternalSet(v6), Type: svc,
 				Comment: "IPVS virtual services of external traffic policy Local: clients keep their source"})

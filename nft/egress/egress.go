@@ -178,8 +178,8 @@ func (p *Planner) install(fams [2]bool) {
 		if !fams[i] {
 			continue
 		}
-		p.t.PutSet(ruleset.Set{Name: PodCIDRsSet(v6), Type: addrType(v6), Interval: true, Comment: "pod CIDRs of all nodes"})
-		p.t.PutSet(ruleset.Set{Name: NodeIPsSet(v6), Type: addrType(v6), Comment: "addresses of all nodes"})
+		p.t.PutSet(ruleset.Set{Name: PodCIDRsSet(v6), Type: ruleset.AddrKey(v6), Interval: true, Comment: "pod CIDRs of all nodes"})
+		p.t.PutSet(ruleset.Set{Name: NodeIPsSet(v6), Type: ruleset.AddrKey(v6), Comment: "addresses of all nodes"})
 		rules = append(rules, ruleset.Rule{Matches: []ruleset.Match{
 			ruleset.AddrIn{V6: v6, Src: true, Set: PodCIDRsSet(v6)},
 			ruleset.AddrIn{V6: v6, Not: true, Set: PodCIDRsSet(v6)},
@@ -214,11 +214,4 @@ func fam6(a netip.Addr) int {
 		return 1
 	}
 	return 0
-}
-
-func addrType(v6 bool) ruleset.KeyType {
-	if v6 {
-		return ruleset.Addr6
-	}
-	return ruleset.Addr4
 }

@@ -100,12 +100,12 @@ func (p *Planner) reset(fams families) {
 func (p *Planner) installBase() {
 	for _, v6 := range p.fams.list() {
 		for _, d := range []direction{ingress, egress} {
-			p.putSet(ruleset.Set{Name: isolatedSet(d, v6), Type: addrType(v6),
+			p.putSet(ruleset.Set{Name: isolatedSet(d, v6), Type: ruleset.AddrKey(v6),
 				Comment: "local pods isolated for " + d.long()})
 		}
 		if p.cfg.DefaultDeny {
-			p.putSet(ruleset.Set{Name: localCIDRs(v6), Type: addrType(v6), Interval: true, Comment: "pod CIDRs of this node"})
-			p.putSet(ruleset.Set{Name: localPods(v6), Type: addrType(v6), Comment: "local pods the firewall has programmed"})
+			p.putSet(ruleset.Set{Name: localCIDRs(v6), Type: ruleset.AddrKey(v6), Interval: true, Comment: "pod CIDRs of this node"})
+			p.putSet(ruleset.Set{Name: localPods(v6), Type: ruleset.AddrKey(v6), Comment: "local pods the firewall has programmed"})
 		}
 	}
 	p.putChain(&ruleset.Chain{Name: ChainDeny, Comment: "log (nflog group 100) and drop what no policy allows",
@@ -391,7 +391,7 @@ func (p *Planner) replacePolicy(k model.PolicyKey, pol *model.Policy, pending ma
 		}
 		for _, d := range pp.isolates() {
 			for _, v6 := range p.fams.list() {
-				p.putSet(ruleset.Set{Name: nsIsolatedSet(d, k.Namespace, v6), Type: addrType(v6),
+				p.putSet(ruleset.Set{Name: nsIsolatedSet(d, k.Namespace, v6), Type: ruleset.AddrKey(v6),
 					Comment: fmt.Sprintf("local pods of namespace %s isolated for %s", k.Namespace, d.long())})
 			}
 		}

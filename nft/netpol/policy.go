@@ -163,13 +163,6 @@ func famOf(v6 bool) int {
 	return 4
 }
 
-func addrType(v6 bool) ruleset.KeyType {
-	if v6 {
-		return ruleset.Addr6
-	}
-	return ruleset.Addr4
-}
-
 // isolation returns the isolation-set elements of pod for this policy: the
 // pod's addresses, in each direction the policy isolates, in the set of all
 // isolated pods and in that of its namespace, if the pod is on this node and

@@ -128,7 +128,7 @@ func (s *setSpec) defs() []ruleset.Set {
 		if name == "" {
 			continue
 		}
-		d := ruleset.Set{Name: name, Type: addrType(v6), Comment: s.comment}
+		d := ruleset.Set{Name: name, Type: ruleset.AddrKey(v6), Comment: s.comment}
 		switch s.kind {
 		case portsSet:
 			d.Type = ruleset.AddrProtoPort4

@@ -190,3 +190,19 @@ func protoName(p uint8) string {
 	}
 	return fmt.Sprint(p)
 }
+
+// AddrKey is the address key type of a family.
+func AddrKey(v6 bool) KeyType {
+	if v6 {
+		return Addr6
+	}
+	return Addr4
+}
+
+// AddrProtoPortKey is the address . protocol . port key type of a family.
+func AddrProtoPortKey(v6 bool) KeyType {
+	if v6 {
+		return AddrProtoPort6
+	}
+	return AddrProtoPort4
+}

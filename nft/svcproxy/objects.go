@@ -13,13 +13,6 @@ func famIndex(v6 bool) int {
 	return 0
 }
 
-func addrProtoPort(v6 bool) ruleset.KeyType {
-	if v6 {
-		return ruleset.AddrProtoPort6
-	}
-	return ruleset.AddrProtoPort4
-}
-
 // add writes what one owned address contributes to the table.
 func (p *Planner) add(vk vipKey, pv programmedVIP) {
 	v6 := vk.Addr.Is6()
@@ -145,7 +138,7 @@ func (p *Planner) useClass(n int, v6 bool, d int) {
 }
 
 func classSet(n int, v6 bool) ruleset.Set {
-	return ruleset.Set{Name: ClassSet(n, v6), Type: addrProtoPort(v6),
+	return ruleset.Set{Name: ClassSet(n, v6), Type: ruleset.AddrProtoPortKey(v6),
 		Comment: fmt.Sprintf("service address . protocol . port with %d endpoints, in slots 0-%d of %s", n, n-1, EndpointsMap(v6))}
 }
 
@@ -156,8 +149,8 @@ func familySets(v6 bool) []ruleset.Set {
 	}
 	return []ruleset.Set{
 		{Name: EndpointsMap(v6), Type: slot, Data: target, Comment: "service address . protocol . port . slot to endpoint address . port"},
-		{Name: NoEndpointsSet(v6), Type: addrProtoPort(v6), Comment: "service address . protocol . port without endpoints: rejected"},
-		{Name: MasqueradeSet(v6), Type: addrProtoPort(v6), Comment: "service address . protocol . port masqueraded from outside the cluster"},
+		{Name: NoEndpointsSet(v6), Type: ruleset.AddrProtoPortKey(v6), Comment: "service address . protocol . port without endpoints: rejected"},
+		{Name: MasqueradeSet(v6), Type: ruleset.AddrProtoPortKey(v6), Comment: "service address . protocol . port masqueraded from outside the cluster"},
 		{Name: ClusterCIDRsSet(v6), Type: addr, Interval: true, Comment: "the cluster's pod CIDRs"},
 		{Name: HairpinSet(v6), Type: pair, Comment: "local endpoint . itself: a pod reaching itself through a service"},
 	}
