@@ -14,73 +14,30 @@ import (
 	"github.com/cloudflare/ipvs"
 
 	"github.com/nfrouter/nfrouter/model"
+	"github.com/nfrouter/nfrouter/model/modeltest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
 const thisNode = "node-a"
 
-// svc builds a service port; opts tweak it.
-func svc(ns, name string, port uint16, opts ...func(*model.ServicePort)) *model.ServicePort {
-	sp := &model.ServicePort{
-		Key:  model.ServicePortKey{Namespace: ns, Name: name, Protocol: model.TCP},
-		Port: port,
-	}
-	for _, o := range opts {
-		o(sp)
-	}
-	return sp
-}
-
-func addrs(ss ...string) []netip.Addr {
-	var out []netip.Addr
-	for _, s := range ss {
-		out = append(out, netip.MustParseAddr(s))
-	}
-	return out
-}
-
-func clusterIPs(ss ...string) func(*model.ServicePort) {
-	return func(sp *model.ServicePort) { sp.ClusterIPs = addrs(ss...) }
-}
-
-func proto(p model.Protocol, portName string) func(*model.ServicePort) {
-	return func(sp *model.ServicePort) { sp.Key.Protocol, sp.Key.Port = p, portName }
-}
-
-// ep builds an endpoint "addr:port@node" with conditions r (ready), s
-// (serving), t (terminating).
-func ep(spec, conds string) model.Endpoint {
-	at := strings.SplitN(spec, "@", 2)
-	ap := netip.MustParseAddrPort(at[0])
-	e := model.Endpoint{Addr: ap.Addr(), Port: ap.Port()}
-	if len(at) == 2 {
-		e.Node = at[1]
-	}
-	e.Ready = strings.Contains(conds, "r")
-	e.Serving = strings.Contains(conds, "s")
-	e.Terminating = strings.Contains(conds, "t")
-	return e
-}
+// Short names for the model builders the tests use everywhere.
+var (
+	svc        = modeltest.Svc
+	addrs      = modeltest.Addrs
+	clusterIPs = modeltest.ClusterIPs
+	proto      = modeltest.Proto
+	ep         = modeltest.Ep
+)
 
 // newState returns a state holding the given service ports, endpoints by
 // service port, and this node with the given addresses.
 func newState(node *model.Node, ports []*model.ServicePort, eps map[model.ServicePortKey]model.Endpoints) *model.State {
-	st := &model.State{
-		ServicePorts: map[model.ServicePortKey]*model.ServicePort{},
-		Endpoints:    map[model.ServicePortKey]model.Endpoints{},
-		Nodes:        map[string]*model.Node{},
-	}
-	for _, sp := range ports {
-		st.ServicePorts[sp.Key] = sp
-	}
-	for k, e := range eps {
-		st.Endpoints[k] = e
-	}
+	var nodes []*model.Node
 	if node != nil {
-		st.Nodes[node.Name] = node
+		nodes = append(nodes, node)
 	}
-	return st
+	return modeltest.NewState(nodes, ports, eps)
 }
 
 // dumpPlanner is the canonical text of what a planner wants.

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/nfrouter/nfrouter/model"
+	"github.com/nfrouter/nfrouter/model/modeltest"
 	"github.com/nfrouter/nfrouter/nft/internal/svcfixture"
 	"github.com/nfrouter/nfrouter/nft/ruleset"
 )
@@ -70,7 +71,7 @@ func TestGolden(t *testing.T) {
 // keys yields exactly the table a fresh planner builds, and the same
 // problems.
 func TestIncrementalEqualsFull(t *testing.T) {
-	universe := svcfixture.NewState(nil, nil, nil)
+	universe := modeltest.NewState(nil, nil, nil)
 	for _, c := range svcfixture.Cases() {
 		maps.Copy(universe.ServicePorts, c.State.ServicePorts)
 		maps.Copy(universe.Nodes, c.State.Nodes)
@@ -88,7 +89,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 		altPorts[k] = &alt
 	}
 	altNode := *universe.Nodes[svcfixture.NodeName]
-	altNode.InternalIPs = svcfixture.Addrs("192.168.1.12", "fd00:1::12")
+	altNode.InternalIPs = modeltest.Addrs("192.168.1.12", "fd00:1::12")
 	keys := slices.SortedFunc(maps.Keys(universe.ServicePorts), comparePortKey)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, cfg := range []Config{
@@ -97,11 +98,11 @@ func TestIncrementalEqualsFull(t *testing.T) {
 	} {
 		tab := ruleset.NewTable("inet", "nfrouter")
 		p := New(tab, cfg)
-		prev := svcfixture.NewState(nil, nil, nil)
+		prev := modeltest.NewState(nil, nil, nil)
 		p.Update(prev, &model.Changes{Full: true})
 		problems := map[model.ServicePortKey]Problem{}
 		for step := range 400 {
-			next := svcfixture.NewState(nil, nil, nil)
+			next := modeltest.NewState(nil, nil, nil)
 			maps.Copy(next.ServicePorts, prev.ServicePorts)
 			maps.Copy(next.Endpoints, prev.Endpoints)
 			maps.Copy(next.Nodes, prev.Nodes)
@@ -188,7 +189,7 @@ func TestEndpointChangeEditsElementsOnly(t *testing.T) {
 	p.Update(c.State, &model.Changes{Full: true})
 	tab.TakeDirty()
 	for k, eps := range c.State.Endpoints {
-		next := svcfixture.NewState(nil, nil, nil)
+		next := modeltest.NewState(nil, nil, nil)
 		maps.Copy(next.ServicePorts, c.State.ServicePorts)
 		maps.Copy(next.Nodes, c.State.Nodes)
 		next.Endpoints[k] = eps[1:]

@@ -1,0 +1,79 @@
+// Package modeltest builds model values for tests: service ports,
+// endpoints and states, in a line each.
+package modeltest
+
+import (
+	"net/netip"
+	"strings"
+
+	"github.com/nfrouter/nfrouter/model"
+)
+
+// Svc builds a TCP service port; opts tweak it.
+func Svc(ns, name string, port uint16, opts ...func(*model.ServicePort)) *model.ServicePort {
+	sp := &model.ServicePort{Key: model.ServicePortKey{Namespace: ns, Name: name, Protocol: model.TCP}, Port: port}
+	for _, o := range opts {
+		o(sp)
+	}
+	return sp
+}
+
+// Addrs parses addresses.
+func Addrs(ss ...string) []netip.Addr {
+	var out []netip.Addr
+	for _, s := range ss {
+		out = append(out, netip.MustParseAddr(s))
+	}
+	return out
+}
+
+// ClusterIPs sets the cluster IPs.
+func ClusterIPs(ss ...string) func(*model.ServicePort) {
+	return func(sp *model.ServicePort) { sp.ClusterIPs = Addrs(ss...) }
+}
+
+// Proto sets the protocol and port name.
+func Proto(p model.Protocol, portName string) func(*model.ServicePort) {
+	return func(sp *model.ServicePort) { sp.Key.Protocol, sp.Key.Port = p, portName }
+}
+
+// NodePort sets the NodePort.
+func NodePort(n uint16) func(*model.ServicePort) {
+	return func(sp *model.ServicePort) { sp.NodePort = n }
+}
+
+// Affinity sets ClientIP session affinity.
+func Affinity(seconds int32) func(*model.ServicePort) {
+	return func(sp *model.ServicePort) { sp.AffinityTimeout = seconds }
+}
+
+// Ep builds an endpoint "addr:port@node" with conditions r (ready), s
+// (serving), t (terminating).
+func Ep(spec, conds string) model.Endpoint {
+	at := strings.SplitN(spec, "@", 2)
+	ap := netip.MustParseAddrPort(at[0])
+	e := model.Endpoint{Addr: ap.Addr(), Port: ap.Port()}
+	if len(at) == 2 {
+		e.Node = at[1]
+	}
+	e.Ready = strings.Contains(conds, "r")
+	e.Serving = strings.Contains(conds, "s")
+	e.Terminating = strings.Contains(conds, "t")
+	return e
+}
+
+// NewState returns a state with the nodes, service ports and endpoints.
+func NewState(nodes []*model.Node, ports []*model.ServicePort, eps map[model.ServicePortKey]model.Endpoints) *model.State {
+	st := &model.State{ServicePorts: map[model.ServicePortKey]*model.ServicePort{},
+		Endpoints: map[model.ServicePortKey]model.Endpoints{}, Nodes: map[string]*model.Node{}}
+	for _, sp := range ports {
+		st.ServicePorts[sp.Key] = sp
+	}
+	for k, e := range eps {
+		st.Endpoints[k] = e
+	}
+	for _, n := range nodes {
+		st.Nodes[n.Name] = n
+	}
+	return st
+}
