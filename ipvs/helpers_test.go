@@ -2,11 +2,11 @@ package ipvs
 
 import (
 	"flag"
+	"github.com/nfrouter/nfrouter/integration/golden"
 	"slices"
 
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,26 +54,10 @@ func dumpPlanner(p *Planner) string {
 	return b.String()
 }
 
-// golden compares got with testdata/<name>.golden; -update rewrites it.
-func golden(t *testing.T, name, got string) {
+// compareGolden compares got with testdata/<name>.golden; -update rewrites it.
+func compareGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run with -update to create it): %v", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs from golden file %s (-update rewrites it)\ngot:\n%s\nwant:\n%s", name, path, got, want)
-	}
+	golden.Compare(t, filepath.Join("testdata", name+".golden"), got, *update)
 }
 
 // dumpKernel reads IPVS and the dummy interface back, real or fake, in the

@@ -6,21 +6,11 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/nfrouter/nfrouter/model"
 	"github.com/nfrouter/nfrouter/nft/ruleset"
 )
-
-func renderTable(t testing.TB, tab *ruleset.Table) string {
-	t.Helper()
-	var b strings.Builder
-	if err := ruleset.Render(&b, tab); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
-}
 
 // planNAT plans st from scratch with cfg and returns the table.
 func planNAT(st *model.State, cfg NATConfig) (*ruleset.Table, *NAT) {
@@ -92,7 +82,7 @@ func TestNATShapes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.NodeName = thisNode
 			tab, _ := planNAT(natState(natNodes(), tc.ports, eps), tc.cfg)
-			golden(t, "nat/"+tc.name, renderTable(t, tab))
+			compareGolden(t, "nat/"+tc.name, ruleset.Text(tab))
 		})
 	}
 }
@@ -208,7 +198,7 @@ func TestNATAnyStateFollowsAnyOther(t *testing.T) {
 			next := randomState()
 			n.Plan(context.Background(), next, diff(prev, next))
 			want, _ := planNAT(next, cfg)
-			if got, w := renderTable(t, tab), renderTable(t, want); got != w {
+			if got, w := ruleset.Text(tab), ruleset.Text(want); got != w {
 				t.Fatalf("%+v step %d: incremental plan differs from a fresh one:\n--- incremental\n%s\n--- fresh\n%s", cfg, step, got, w)
 			}
 			prev = next

@@ -105,7 +105,7 @@ func TestPlanShapes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := NewPlanner(PlanConfig{NodeName: thisNode, NodePortBindOnAllIPs: tc.bindAll})
 			res := p.Update(newState(node, tc.ports, tc.eps), &model.Changes{Full: true})
-			golden(t, "plan/"+tc.name, dumpPlanner(p)+dumpProblems(res.Problems))
+			compareGolden(t, "plan/"+tc.name, dumpPlanner(p)+dumpProblems(res.Problems))
 		})
 	}
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/nfrouter/nfrouter/integration/golden"
 	"math/rand/v2"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,15 +41,6 @@ func state(nodes ...*model.Node) *model.State {
 	return st
 }
 
-func render(t testing.TB, tab *ruleset.Table) string {
-	t.Helper()
-	var b strings.Builder
-	if err := ruleset.Render(&b, tab); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
-}
-
 func plan(st *model.State) (*ruleset.Table, *Planner) {
 	tab := ruleset.NewTable("inet", "nfrouter")
 	p := New(tab)
@@ -79,21 +70,8 @@ func TestGolden(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tab, _ := plan(state(tc.nodes...))
-			got := render(t, tab)
-			path := filepath.Join("testdata", tc.name+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update)", err)
-			}
-			if got != string(want) {
-				t.Errorf("planned ruleset differs from %s (-update accepts it):\n%s", path, got)
-			}
+			got := ruleset.Text(tab)
+			golden.Compare(t, filepath.Join("testdata", tc.name+".golden"), got, *update)
 		})
 	}
 }
@@ -165,7 +143,7 @@ func TestAnyStateFollowsAnyOther(t *testing.T) {
 		}
 		p.Plan(context.Background(), next, ch)
 		want, _ := plan(next)
-		if got, w := render(t, tab), render(t, want); got != w {
+		if got, w := ruleset.Text(tab), ruleset.Text(want); got != w {
 			t.Fatalf("step %d: incremental plan differs from a fresh one:\n--- incremental\n%s\n--- fresh\n%s", step, got, w)
 		}
 		prev = next

@@ -41,7 +41,7 @@ func TestFamiliesFollowAddresses(t *testing.T) {
 					t.Errorf("IPv4-only state has IPv6 set %s", s.Name)
 				}
 			}
-			if text := render(t, tab); strings.Contains(text, "ip6 ") {
+			if text := ruleset.Text(tab); strings.Contains(text, "ip6 ") {
 				t.Errorf("IPv4-only state has IPv6 rules:\n%s", text)
 			}
 			// Another part's objects in the same table survive the replanning
@@ -61,7 +61,7 @@ func TestFamiliesFollowAddresses(t *testing.T) {
 					t.Fatalf("%s: the firewall removed another part's objects", step.name)
 				}
 				foreign(want)
-				if got, w := render(t, tab), render(t, want); got != w {
+				if got, w := ruleset.Text(tab), ruleset.Text(want); got != w {
 					t.Fatalf("%s: incremental plan differs from full plan:\n--- incremental\n%s\n--- full\n%s", step.name, got, w)
 				}
 			}

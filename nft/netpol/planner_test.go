@@ -1,8 +1,8 @@
 package netpol
 
 import (
-	"bytes"
 	"flag"
+	"github.com/nfrouter/nfrouter/integration/golden"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -32,15 +32,6 @@ func load(t *testing.T, name string) fixture.State {
 	return s
 }
 
-func render(t *testing.T, tab *ruleset.Table) string {
-	t.Helper()
-	var b bytes.Buffer
-	if err := ruleset.Render(&b, tab); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
-}
-
 func plan(st *model.State, cfg Config) (*ruleset.Table, *Planner) {
 	tab := ruleset.NewTable(Family, Table)
 	p := New(tab, cfg)
@@ -61,21 +52,8 @@ func TestGolden(t *testing.T) {
 			st := load(t, name)
 			cfg := Config{NodeName: "node-a", DefaultDeny: strings.HasPrefix(name, "default-deny")}
 			tab, _ := plan(st.State, cfg)
-			got := render(t, tab)
-			golden := strings.TrimSuffix(f, ".yaml") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update)", err)
-			}
-			if got != string(want) {
-				t.Errorf("planned ruleset differs from %s (run with -update to accept):\n%s", golden, got)
-			}
+			got := ruleset.Text(tab)
+			golden.Compare(t, strings.TrimSuffix(f, ".yaml")+".golden", got, *update)
 		})
 	}
 }
@@ -154,7 +132,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 			}
 			p.Update(next.State, ch)
 			want, _ := plan(next.State, cfg)
-			if got, w := render(t, tab), render(t, want); got != w {
+			if got, w := ruleset.Text(tab), ruleset.Text(want); got != w {
 				t.Fatalf("defaultDeny=%v step %d: incremental plan differs from full plan:\n--- incremental\n%s\n--- full\n%s", dd, step, got, w)
 			}
 			prev = next

@@ -15,6 +15,12 @@ import (
 // reads: sets and maps by name, then base chains and regular chains by name.
 // Elements are sorted, so the output is canonical.
 func Render(w io.Writer, t *Table) error {
+	_, err := io.WriteString(w, Text(t))
+	return err
+}
+
+// Text is the table as Render writes it.
+func Text(t *Table) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "table %s %s {\n", t.Family, t.Name)
 	first := true
@@ -43,8 +49,7 @@ func Render(w io.Writer, t *Table) error {
 		renderChain(&b, c)
 	}
 	b.WriteString("}\n")
-	_, err := io.WriteString(w, b.String())
-	return err
+	return b.String()
 }
 
 func renderSet(b *strings.Builder, s *Set) {

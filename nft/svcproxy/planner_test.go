@@ -1,11 +1,10 @@
 package svcproxy
 
 import (
-	"bytes"
 	"flag"
+	"github.com/nfrouter/nfrouter/integration/golden"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,15 +22,6 @@ func configOf(c svcfixture.Case) Config {
 	return Config{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: c.BindAll, MasqueradeAll: c.MasqueradeAll, ClusterCIDRs: c.ClusterCIDRs}
 }
 
-func render(t testing.TB, tab *ruleset.Table) string {
-	t.Helper()
-	var b bytes.Buffer
-	if err := ruleset.Render(&b, tab); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
-}
-
 func plan(st *model.State, cfg Config) (*ruleset.Table, *Result) {
 	tab := ruleset.NewTable("inet", "nfrouter")
 	res := New(tab, cfg).Update(st, &model.Changes{Full: true})
@@ -44,24 +34,11 @@ func TestGolden(t *testing.T) {
 	for _, c := range svcfixture.Cases() {
 		t.Run(c.Name, func(t *testing.T) {
 			tab, res := plan(c.State, configOf(c))
-			got := render(t, tab)
+			got := ruleset.Text(tab)
 			for _, p := range res.Problems {
 				got += "# problem " + p.Port.String() + " " + p.Reason + ": " + p.Message + "\n"
 			}
-			path := filepath.Join("testdata", c.Name+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update)", err)
-			}
-			if got != string(want) {
-				t.Errorf("plan differs from %s (run with -update to accept):\n%s", path, got)
-			}
+			golden.Compare(t, filepath.Join("testdata", c.Name+".golden"), got, *update)
 		})
 	}
 }
@@ -161,7 +138,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 				}
 			}
 			want, wantRes := plan(next, cfg)
-			if got, w := render(t, tab), render(t, want); got != w {
+			if got, w := ruleset.Text(tab), ruleset.Text(want); got != w {
 				t.Fatalf("step %d (%+v): incremental plan differs from full plan:\n--- incremental\n%s\n--- full\n%s", step, cfg, got, w)
 			}
 			wantProblems := map[model.ServicePortKey]Problem{}
