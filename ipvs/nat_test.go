@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/nfrouter/nfrouter/model"
+	"github.com/nfrouter/nfrouter/model/modeltest"
 	"github.com/nfrouter/nfrouter/nft/ruleset"
 )
 
@@ -167,27 +168,6 @@ func TestNATAnyStateFollowsAnyOther(t *testing.T) {
 		}
 		return natState(nodes, ports, eps)
 	}
-	diff := func(a, b *model.State) *model.Changes {
-		c := &model.Changes{}
-		for _, m := range []map[model.ServicePortKey]*model.ServicePort{a.ServicePorts, b.ServicePorts} {
-			for k := range m {
-				if !a.ServicePorts[k].Equal(b.ServicePorts[k]) {
-					c.ServicePorts.Add(k)
-				}
-				if !a.Endpoints[k].Equal(b.Endpoints[k]) {
-					c.Endpoints.Add(k)
-				}
-			}
-		}
-		for _, m := range []map[string]*model.Node{a.Nodes, b.Nodes} {
-			for k := range m {
-				if !a.Nodes[k].Equal(b.Nodes[k]) {
-					c.Nodes.Add(k)
-				}
-			}
-		}
-		return c
-	}
 	for _, cfg := range []NATConfig{{}, {MasqueradeAll: true}, {HairpinAll: true}} {
 		cfg.NodeName = thisNode
 		tab := ruleset.NewTable("inet", "nfrouter")
@@ -196,7 +176,7 @@ func TestNATAnyStateFollowsAnyOther(t *testing.T) {
 		n.Plan(context.Background(), prev, &model.Changes{Full: true})
 		for step := range 300 {
 			next := randomState()
-			n.Plan(context.Background(), next, diff(prev, next))
+			n.Plan(context.Background(), next, modeltest.ServiceChanges(prev, next))
 			want, _ := planNAT(next, cfg)
 			if got, w := ruleset.Text(tab), ruleset.Text(want); got != w {
 				t.Fatalf("%+v step %d: incremental plan differs from a fresh one:\n--- incremental\n%s\n--- fresh\n%s", cfg, step, got, w)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nfrouter/nfrouter/model"
+	"github.com/nfrouter/nfrouter/model/modeltest"
 )
 
 var testNode = &model.Node{Name: thisNode, InternalIPs: addrs("192.168.1.10", "fd00:1::10")}
@@ -183,29 +184,12 @@ func TestAnyStateFollowsAnyOther(t *testing.T) {
 		}
 		return newState(node, ports, eps)
 	}
-	diff := func(a, b *model.State) *model.Changes {
-		c := &model.Changes{}
-		for _, m := range []map[model.ServicePortKey]*model.ServicePort{a.ServicePorts, b.ServicePorts} {
-			for k := range m {
-				if !a.ServicePorts[k].Equal(b.ServicePorts[k]) {
-					c.ServicePorts.Add(k)
-				}
-				if !a.Endpoints[k].Equal(b.Endpoints[k]) {
-					c.Endpoints.Add(k)
-				}
-			}
-		}
-		if !a.Nodes[thisNode].Equal(b.Nodes[thisNode]) {
-			c.Nodes.Add(thisNode)
-		}
-		return c
-	}
 
 	p := NewPlanner(PlanConfig{NodeName: thisNode})
 	prev := newState(nil, nil, nil)
 	for step := range 300 {
 		next := randomState()
-		p.Update(next, diff(prev, next))
+		p.Update(next, modeltest.ServiceChanges(prev, next))
 		fresh := NewPlanner(PlanConfig{NodeName: thisNode})
 		fresh.Update(next, &model.Changes{Full: true})
 		if got, want := dumpPlanner(p), dumpPlanner(fresh); got != want {

@@ -77,3 +77,27 @@ func NewState(nodes []*model.Node, ports []*model.ServicePort, eps map[model.Ser
 	}
 	return st
 }
+
+// ServiceChanges lists the service ports, endpoints and nodes that differ
+// between a and b, as the Store would report them.
+func ServiceChanges(a, b *model.State) *model.Changes {
+	c := &model.Changes{}
+	for _, m := range []map[model.ServicePortKey]*model.ServicePort{a.ServicePorts, b.ServicePorts} {
+		for k := range m {
+			if !a.ServicePorts[k].Equal(b.ServicePorts[k]) {
+				c.ServicePorts.Add(k)
+			}
+			if !a.Endpoints[k].Equal(b.Endpoints[k]) {
+				c.Endpoints.Add(k)
+			}
+		}
+	}
+	for _, m := range []map[string]*model.Node{a.Nodes, b.Nodes} {
+		for k := range m {
+			if !a.Nodes[k].Equal(b.Nodes[k]) {
+				c.Nodes.Add(k)
+			}
+		}
+	}
+	return c
+}
