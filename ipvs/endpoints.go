@@ -2,6 +2,7 @@ package ipvs
 
 import (
 	"net/netip"
+	"slices"
 
 	"github.com/nfrouter/nfrouter/model"
 )
@@ -16,19 +17,6 @@ func destinations(eps model.Endpoints, is4, local bool, nodeName string) []Dest 
 	return out
 }
 
-// nodePortAddrs are the addresses a NodePort listens on (model.Node.NodePortAddrs).
-func nodePortAddrs(n *model.Node, all bool) []netip.Addr { return n.NodePortAddrs(all) }
-
-func firstOfFamily(addrs []netip.Addr, is4 bool) (netip.Addr, bool) {
-	for _, a := range addrs {
-		if a.Is4() == is4 {
-			return a, true
-		}
-	}
-	return netip.Addr{}, false
-}
-
 func hasFamily(addrs []netip.Addr, is4 bool) bool {
-	_, ok := firstOfFamily(addrs, is4)
-	return ok
+	return slices.ContainsFunc(addrs, func(a netip.Addr) bool { return a.Is4() == is4 })
 }

@@ -62,7 +62,7 @@ func planServicePort(sp *model.ServicePort, eps model.Endpoints, node *model.Nod
 	// A NodePort serves the families of the service, not every family the
 	// node has.
 	var nodeAddrs []netip.Addr
-	for _, a := range nodePortAddrs(node, cfg.NodePortBindOnAllIPs) {
+	for _, a := range node.NodePortAddrs(cfg.NodePortBindOnAllIPs) {
 		if hasFamily(sp.ClusterIPs, a.Is4()) {
 			nodeAddrs = append(nodeAddrs, a)
 		}
