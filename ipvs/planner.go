@@ -118,12 +118,6 @@ func (p *Planner) Services() []*VirtualService {
 	return out
 }
 
-// ServiceAddresses returns the keys of every desired virtual service, sorted:
-// the "is this a service address" set the nftables helper rules need.
-func (p *Planner) ServiceAddresses() []VSKey {
-	return slices.SortedFunc(maps.Keys(p.services), VSKey.Compare)
-}
-
 // VIPs returns the addresses that belong on the dummy interface, sorted.
 func (p *Planner) VIPs() []netip.Addr {
 	return slices.SortedFunc(maps.Keys(p.vipRefs), netip.Addr.Compare)

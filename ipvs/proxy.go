@@ -225,14 +225,6 @@ func (p *Proxy) RunDrainer(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// ServiceAddresses returns the (address, protocol, port) of every desired
-// virtual service: plain data for the nftables helper rules.
-func (p *Proxy) ServiceAddresses() []VSKey {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.planner.ServiceAddresses()
-}
-
 // LastStats returns the statistics of the last sync.
 func (p *Proxy) LastStats() Stats {
 	p.mu.Lock()
