@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/nfrouter/nfrouter/bgp"
 	"github.com/nfrouter/nfrouter/ipvs"
 	"github.com/nfrouter/nfrouter/nft"
 	"github.com/nfrouter/nfrouter/nft/ruleset"
@@ -21,19 +22,28 @@ type backends struct {
 // nftPart makes one part of nfrouter's nftables table, writing into t.
 type nftPart func(t *ruleset.Table) (nft.Part, error)
 
-// wiring is what newBackends needs to build a backend.
+// wiring is what the backends are built from.
 type wiring struct {
-	o        *options
-	nodeName string
-	log      *slog.Logger
-	reg      prometheus.Registerer // nil: no metrics
-	events   *eventRecorder        // nil: no Kubernetes events
+	o         *options
+	nodeName  string
+	log       *slog.Logger
+	proxyMode string                // the resolved --service-proxy; "" without a service proxy
+	reg       prometheus.Registerer // nil: no metrics
+	events    eventSink             // nil: no Kubernetes events
+}
+
+// eventSink records the backends' Kubernetes events (an *eventRecorder). An
+// interface, so that a nil one converts to the backends' nil recorders.
+type eventSink interface {
+	nft.EventRecorder
+	nft.ServiceEventRecorder
+	ipvs.EventRecorder
+	bgp.EventRecorder
 }
 
 func newBackends(w wiring) (*backends, error) {
 	b := &backends{}
-	mode := w.proxyMode()
-	if mode == proxyModeIPVS {
+	if w.proxyMode == proxyModeIPVS {
 		backend, closer, err := newIPVSProxy(w)
 		if err != nil {
 			return nil, fmt.Errorf("--run-service-proxy: %w", err)
@@ -48,8 +58,8 @@ func newBackends(w wiring) (*backends, error) {
 		}
 		b.list, b.closers = append(b.list, backend), append(b.closers, closer)
 	}
-	parts := nftParts(w, mode)
-	if len(parts) == 0 {
+	mks := w.nftParts()
+	if len(mks) == 0 {
 		return b, nil
 	}
 	// One nftables backend for every part: one transaction per sync.
@@ -59,12 +69,12 @@ func newBackends(w wiring) (*backends, error) {
 		return nil, err
 	}
 	b.closers = append(b.closers, tb.Close)
-	for _, mk := range parts {
-		p, err := mk(tb.Table())
-		if err != nil {
-			b.close(w.log)
-			return nil, err
-		}
+	parts, err := makeParts(tb.Table(), mks)
+	if err != nil {
+		b.close(w.log)
+		return nil, err
+	}
+	for _, p := range parts {
 		tb.Add(p)
 	}
 	// The table first: the firewall is in place before services open.
@@ -72,54 +82,47 @@ func newBackends(w wiring) (*backends, error) {
 	return b, nil
 }
 
-// proxyMode is the service proxy mode to run, "" without a service proxy.
-func (w wiring) proxyMode() string {
-	if !w.o.runServiceProxy {
-		return ""
-	}
-	mode, why := proxyMode(w.o.proxy.mode, ipvs.Available)
-	w.log.Info("Service proxy mode chosen", "requested", w.o.proxy.mode, "mode", mode, "why", why)
-	return mode
-}
-
-// nftParts are the parts of the nftables table that the flags ask for, with
-// the service proxy in proxyMode ("" for none).
-func nftParts(w wiring, proxyMode string) []nftPart {
+// nftParts are the parts of the nftables table that the flags ask for.
+func (w wiring) nftParts() []nftPart {
 	var parts []nftPart
 	if w.o.runFirewall {
 		parts = append(parts, firewallPart(w))
 	}
-	switch proxyMode {
+	switch w.proxyMode {
 	case proxyModeNFTables:
 		parts = append(parts, nftablesProxyPart(w))
 	case proxyModeIPVS:
 		parts = append(parts, ipvsNATPart(w))
 	}
 	if w.o.runRouter && w.o.router.enablePodEgress {
-		parts = append(parts, podEgressPart(w))
+		parts = append(parts, podEgressPart())
 	}
 	return parts
 }
 
+// makeParts makes every part in t.
+func makeParts(t *ruleset.Table, mks []nftPart) ([]nft.Part, error) {
+	var out []nft.Part
+	for _, mk := range mks {
+		p, err := mk(t)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 func firewallPart(w wiring) nftPart {
 	return func(t *ruleset.Table) (nft.Part, error) {
-		cfg := nft.FirewallConfig{NodeName: w.nodeName, DefaultDeny: w.o.netpolDefaultDeny, Logger: w.log, Registerer: w.reg}
-		if w.events != nil {
-			cfg.Events = w.events
-		}
-		f, err := nft.NewFirewall(t, cfg)
+		f, err := nft.NewFirewall(t, nft.FirewallConfig{
+			NodeName: w.nodeName, DefaultDeny: w.o.netpolDefaultDeny, Logger: w.log, Registerer: w.reg, Events: w.events,
+		})
 		if err != nil {
 			return nil, fmt.Errorf("--run-firewall: %w", err)
 		}
 		return f, nil
 	}
-}
-
-// dryRunParts are the parts --dry-run renders: all of the table the flags
-// ask for. They register no metrics and record no events.
-func dryRunParts(w wiring) []nftPart {
-	w.reg, w.events = nil, nil
-	return nftParts(w, w.proxyMode())
 }
 
 // close releases the backends' kernel sockets; what they programmed stays.

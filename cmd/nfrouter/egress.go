@@ -8,6 +8,6 @@ import (
 
 // podEgressPart masquerades pod traffic leaving the cluster's pod CIDRs
 // (--enable-pod-egress).
-func podEgressPart(w wiring) nftPart {
+func podEgressPart() nftPart {
 	return func(t *ruleset.Table) (nft.Part, error) { return egress.New(t), nil }
 }

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/nfrouter/nfrouter/ipvs"
 	"github.com/nfrouter/nfrouter/model"
 	"github.com/nfrouter/nfrouter/nft"
 	"github.com/nfrouter/nfrouter/nft/ruleset"
@@ -81,15 +82,20 @@ func agent(ctx context.Context, o *options, stdout io.Writer, log *slog.Logger) 
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := watch.NewMetrics(reg)
 
+	w := wiring{o: o, nodeName: nodeName, log: log}
 	var client kubernetes.Interface
-	var events *eventRecorder
 	var objectEvents record.EventRecorder // nil with manifests: no API server to tell
 	if o.manifests == "" {
 		if client, err = newClient(o); err != nil {
 			return err
 		}
-		events = newEventRecorder(ctx, client, nodeName)
-		objectEvents = events.recorder
+		events := newEventRecorder(ctx, client, nodeName)
+		w.events, objectEvents = events, events.recorder
+	}
+	if o.runServiceProxy {
+		mode, why := proxyMode(o.proxy.mode, ipvs.Available)
+		log.Info("Service proxy mode chosen", "requested", o.proxy.mode, "mode", mode, "why", why)
+		w.proxyMode = mode
 	}
 	store := model.NewStore(nil)
 	if o.dryRun {
@@ -98,21 +104,15 @@ func agent(ctx context.Context, o *options, stdout io.Writer, log *slog.Logger) 
 			return err
 		}
 		state, _ := store.Snapshot()
-		parts := dryRunParts(wiring{o: o, nodeName: nodeName, log: log})
-		return nft.Render(ctx, stdout, state, func(t *ruleset.Table) ([]nft.Part, error) {
-			var out []nft.Part
-			for _, mk := range parts {
-				p, err := mk(t)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, p)
-			}
-			return out, nil
-		})
+		// All of the table the flags ask for, recording no events (and,
+		// without w.reg, registering no metrics).
+		w.events = nil
+		parts := w.nftParts()
+		return nft.Render(ctx, stdout, state, func(t *ruleset.Table) ([]nft.Part, error) { return makeParts(t, parts) })
 	}
 
-	backends, err := newBackends(wiring{o: o, nodeName: nodeName, log: log, reg: reg, events: events})
+	w.reg = reg
+	backends, err := newBackends(w)
 	if err != nil {
 		return err
 	}

@@ -121,10 +121,6 @@ func newIPVSProxy(w wiring) (watch.Backend, func() error, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("--service-node-port-range: %w", err)
 	}
-	var rec ipvs.EventRecorder
-	if events != nil {
-		rec = events
-	}
 	p, err := ipvs.New(ipvs.Config{
 		PlanConfig:  ipvs.PlanConfig{NodeName: nodeName, NodePortBindOnAllIPs: o.proxy.nodePortBindOnAllIP},
 		GracePeriod: o.proxy.gracePeriod,
@@ -132,7 +128,7 @@ func newIPVSProxy(w wiring) (watch.Backend, func() error, error) {
 		NodePortMax: npMax,
 		Logger:      log,
 		Registerer:  reg,
-		Events:      rec,
+		Events:      events,
 	})
 	if err != nil {
 		return nil, nil, err

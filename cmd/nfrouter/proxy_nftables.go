@@ -21,9 +21,7 @@ func nftablesProxyPart(w wiring) nftPart {
 			ClusterCIDRs:         cidrs,
 			Logger:               w.log,
 			Registerer:           w.reg,
-		}
-		if w.events != nil {
-			cfg.Events = w.events
+			Events:               w.events,
 		}
 		p, err := nft.NewServiceProxy(t, cfg)
 		if err != nil {

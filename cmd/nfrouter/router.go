@@ -147,10 +147,7 @@ func newRouter(w wiring) (b watch.Backend, close func() error, err error) {
 	cfg.AdvertisePodCIDR, cfg.AdvertiseClusterIP, cfg.AdvertiseExternalIP, cfg.AdvertiseLoadBalancerIP =
 		r.advertisePodCIDR, r.advertiseClusterIP, r.advertiseExternalIP, r.advertiseLBIP
 	cfg.EnableOverlay, cfg.OverlayType, cfg.RouteCheckPeriod = r.enableOverlay, r.overlayType, r.routesSyncPeriod
-	cfg.Logger, cfg.Registerer = log, reg
-	if events != nil {
-		cfg.Events = events
-	}
+	cfg.Logger, cfg.Registerer, cfg.Events = log, reg, events
 	router, err := bgp.New(cfg)
 	if err != nil {
 		return nil, nil, err
