@@ -146,23 +146,13 @@ func (p *Planner) replaceIPs(old, cur []netip.Addr) {
 }
 
 // planPodCIDRs rewrites the pod-CIDR set of a family from every node's pod
-// CIDRs (interval sets are rewritten whole anyway, see package nft).
+// CIDRs.
 func (p *Planner) planPodCIDRs(v6 bool) {
 	var all []netip.Prefix
 	for _, name := range slices.Sorted(maps.Keys(p.nodes)) {
 		all = append(all, p.nodes[name].PodCIDRs...)
 	}
-	s := p.t.Sets[PodCIDRsSet(v6)]
-	want, have := ruleset.PrefixRanges(all, nil, v6), ruleset.SortedElements(s)
-	if slices.Equal(want, have) {
-		return
-	}
-	for _, e := range have {
-		p.t.RemoveElement(s.Name, e)
-	}
-	for _, e := range want {
-		p.t.AddElement(s.Name, e)
-	}
+	p.t.ReplaceElements(PodCIDRsSet(v6), ruleset.PrefixRanges(all, nil, v6))
 }
 
 // install replaces the part's objects with empty sets and the chain of fams

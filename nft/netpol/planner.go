@@ -3,6 +3,7 @@ package netpol
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 
 	"github.com/nfrouter/nfrouter/model"
@@ -587,16 +588,11 @@ func (p *Planner) planLocalCIDRs() {
 	if !p.cfg.DefaultDeny {
 		return
 	}
+	var cidrs []netip.Prefix
+	if p.node != nil {
+		cidrs = p.node.PodCIDRs
+	}
 	for _, v6 := range p.fams.list() {
-		s := p.t.Sets[localCIDRs(v6)]
-		for _, e := range ruleset.SortedElements(s) {
-			p.t.RemoveElement(s.Name, e)
-		}
-		if p.node == nil {
-			continue
-		}
-		for _, e := range ruleset.PrefixRanges(p.node.PodCIDRs, nil, v6) {
-			p.t.AddElement(s.Name, e)
-		}
+		p.t.ReplaceElements(localCIDRs(v6), ruleset.PrefixRanges(cidrs, nil, v6))
 	}
 }

@@ -314,12 +314,7 @@ func (p *Planner) updateCIDRs(state *model.State) {
 			continue
 		}
 		if p.inUse[i] > 0 {
-			for _, e := range p.cidrs[i] {
-				p.t.RemoveElement(ClusterCIDRsSet(v6), e)
-			}
-			for _, e := range want {
-				p.t.AddElement(ClusterCIDRsSet(v6), e)
-			}
+			p.t.ReplaceElements(ClusterCIDRsSet(v6), want)
 		}
 		p.cidrs[i] = want
 	}

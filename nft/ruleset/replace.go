@@ -1,0 +1,22 @@
+package ruleset
+
+// ReplaceElements makes set hold exactly want, for a set one planner fills
+// whole from a single source (an interval set of prefixes, say): elements in
+// both stay, the others are removed or added. The set must exist.
+func (t *Table) ReplaceElements(set string, want []Element) {
+	s := t.Sets[set]
+	keep := make(map[Element]bool, len(want))
+	for _, e := range want {
+		keep[e] = true
+	}
+	for e := range s.Elements {
+		if !keep[e] {
+			t.RemoveElement(set, e)
+		}
+	}
+	for _, e := range want {
+		if s.Elements[e] == 0 {
+			t.AddElement(set, e)
+		}
+	}
+}
