@@ -27,7 +27,7 @@ func TestBIRDInterop(t *testing.T) {
 	n1, n2 := m.nodes[0], m.nodes[1]
 	upstream := netip.MustParseAddr("10.0.0.254")
 	birdNS := kerneltest.NewNetNS(t)
-	plug(t, newSwitchFor(t, m), "portbird", birdNS, netip.PrefixFrom(upstream, 24))
+	plug(t, m.sw, "portbird", birdNS, netip.PrefixFrom(upstream, 24))
 
 	show := startBIRD(t, birdNS, `router id 10.0.0.254;
 protocol device {}

@@ -4,13 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
-	"net/netip"
 	"os"
 	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -193,12 +190,4 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		<-tick.C
 	}
 	return time.Since(start)
-}
-
-func fmtPrefixes(ps []netip.Prefix) string {
-	var s []string
-	for _, p := range ps {
-		s = append(s, p.String())
-	}
-	return fmt.Sprint(strings.Join(s, ","))
 }

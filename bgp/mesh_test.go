@@ -178,9 +178,5 @@ func TestMeshRoutesPodsAndSurvivesRestartAndDeparture(t *testing.T) {
 		})
 		d := time.Since(first)
 		t.Logf("MEASURE: 1000 routes installed in %s after the first: %.0f routes/s", d.Round(time.Millisecond), 1000/d.Seconds())
-		_ = fmtPrefixes
 	})
 }
-
-// newSwitchFor returns the mesh's switch, to plug more namespaces in.
-func newSwitchFor(t *testing.T, m *mesh) *netlink.Handle { return m.sw }

@@ -59,7 +59,7 @@ func bestPathFrom(p *api.Path) (BestPath, error) {
 	if err != nil {
 		return BestPath{}, fmt.Errorf("decode path: %w", err)
 	}
-	out := BestPath{Prefix: prefix, Withdraw: p.IsWithdraw, Stale: p.Stale}
+	out := BestPath{Prefix: prefix, Withdraw: p.IsWithdraw}
 	// gobgp names the source of our own paths "<nil>": Peer stays invalid.
 	out.Peer, _ = netip.ParseAddr(p.NeighborIp)
 	for _, a := range p.Pattrs {

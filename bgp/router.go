@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net/netip"
 	"sync"
-	"time"
 
 	"github.com/nfrouter/nfrouter/model"
 )
@@ -21,7 +20,6 @@ type Router struct {
 	log     *slog.Logger
 	kernel  *Kernel
 	metrics *metrics
-	started time.Time
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -66,7 +64,7 @@ func New(cfg Config) (*Router, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Router{
-		cfg: cfg, log: cfg.Logger.With("backend", "router"), kernel: k, metrics: newMetrics(cfg.Registerer), started: time.Now(),
+		cfg: cfg, log: cfg.Logger.With("backend", "router"), kernel: k, metrics: newMetrics(cfg.Registerer),
 		cancel: cancel, done: make(chan struct{}), kick: make(chan struct{}, 1), ready: make(chan struct{}),
 		adv: NewAdvertiser(cfg.NodeName, AdvertiseFlags{PodCIDR: cfg.AdvertisePodCIDR, ClusterIP: cfg.AdvertiseClusterIP,
 			ExternalIP: cfg.AdvertiseExternalIP, LoadBalancerIP: cfg.AdvertiseLoadBalancerIP}),

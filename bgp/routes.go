@@ -16,7 +16,6 @@ type BestPath struct {
 	// Peer is the neighbor the path came from; invalid for paths we originate.
 	Peer     netip.Addr
 	Withdraw bool
-	Stale    bool
 }
 
 // Route is one kernel route the router wants.
