@@ -87,7 +87,7 @@ func (n *NAT) Plan(_ context.Context, state *model.State, changes *model.Changes
 	}
 	var updates []update
 	services := n.services
-	for _, k := range n.affected(state, changes) {
+	for _, k := range affectedPorts(state, changes, n.cfg.NodeName, n.byPort) {
 		old, want := n.byPort[k], n.elemsOf(k, state)
 		if slices.Equal(old, want) {
 			continue
@@ -124,31 +124,6 @@ func (n *NAT) Plan(_ context.Context, state *model.State, changes *model.Changes
 	if full || famsChanged || len(changes.Nodes) > 0 {
 		n.planClusterCIDRs(state)
 	}
-}
-
-// affected returns the service ports to plan again: the changed ones, every
-// NodePort when this node changed, everything on a full sync.
-func (n *NAT) affected(state *model.State, changes *model.Changes) []model.ServicePortKey {
-	set := map[model.ServicePortKey]struct{}{}
-	if changes == nil || changes.Full {
-		for k := range state.ServicePorts {
-			set[k] = struct{}{}
-		}
-		for k := range n.byPort {
-			set[k] = struct{}{}
-		}
-	} else {
-		maps.Copy(set, changes.ServicePorts)
-		maps.Copy(set, changes.Endpoints)
-		if changes.Nodes.Has(n.cfg.NodeName) {
-			for k, sp := range state.ServicePorts {
-				if sp.NodePort != 0 {
-					set[k] = struct{}{}
-				}
-			}
-		}
-	}
-	return slices.SortedFunc(maps.Keys(set), compareServicePortKey)
 }
 
 // elemsOf returns the elements service port k contributes in state, sorted

@@ -1,7 +1,6 @@
 package ipvs
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -67,7 +66,7 @@ func NewPlanner(cfg PlanConfig) *Planner {
 // Update re-plans the service ports that changes names (every one with
 // changes.Full, and every NodePort when this node changed) against state.
 func (p *Planner) Update(state *model.State, changes *model.Changes) *Result {
-	keys := p.affected(state, changes)
+	keys := affectedPorts(state, changes, p.cfg.NodeName, p.byPort)
 	u := updater{p: p, state: state, res: &Result{}, changed: map[VSKey]bool{}, vips: map[netip.Addr]int{}}
 	for len(keys) > 0 {
 		k := keys[0]
@@ -78,34 +77,32 @@ func (p *Planner) Update(state *model.State, changes *model.Changes) *Result {
 	return u.res
 }
 
-func (p *Planner) affected(state *model.State, changes *model.Changes) []model.ServicePortKey {
+// affectedPorts lists, sorted, the service ports to plan again: on a full
+// sync (changes nil or Full) every one in state or in planned (what was
+// planned before); otherwise the changed ones and, when this node changed,
+// every NodePort, whose addresses are the node's. A port that stopped being
+// a NodePort, or went, is among the changed ones.
+func affectedPorts[V any](state *model.State, changes *model.Changes, nodeName string, planned map[model.ServicePortKey]V) []model.ServicePortKey {
 	set := map[model.ServicePortKey]struct{}{}
 	if changes == nil || changes.Full {
 		for k := range state.ServicePorts {
 			set[k] = struct{}{}
 		}
-		for k := range p.byPort {
+		for k := range planned {
 			set[k] = struct{}{}
 		}
 	} else {
 		maps.Copy(set, changes.ServicePorts)
 		maps.Copy(set, changes.Endpoints)
-		if changes.Nodes.Has(p.cfg.NodeName) {
+		if changes.Nodes.Has(nodeName) {
 			for k, sp := range state.ServicePorts {
 				if sp.NodePort != 0 {
 					set[k] = struct{}{}
 				}
 			}
-			for k, vks := range p.byPort {
-				for _, vk := range vks {
-					if p.services[vk].Kind == KindNodePort {
-						set[k] = struct{}{}
-					}
-				}
-			}
 		}
 	}
-	return slices.SortedFunc(maps.Keys(set), compareServicePortKey)
+	return slices.SortedFunc(maps.Keys(set), model.ServicePortKey.Compare)
 }
 
 // Service returns the desired virtual service at k, or nil.
@@ -178,7 +175,7 @@ func (u *updater) replan(k model.ServicePortKey) []model.ServicePortKey {
 		p.byPort[k] = owned
 	}
 	u.setProblem(k, sp, problem)
-	slices.SortFunc(wakeup, compareServicePortKey)
+	slices.SortFunc(wakeup, model.ServicePortKey.Compare)
 	return wakeup
 }
 
@@ -281,9 +278,4 @@ func (u *updater) finish() {
 	slices.SortFunc(u.res.VIPsAdded, netip.Addr.Compare)
 	slices.SortFunc(u.res.VIPsRemoved, netip.Addr.Compare)
 	u.res.Changed = slices.SortedFunc(maps.Keys(u.changed), VSKey.Compare)
-}
-
-func compareServicePortKey(a, b model.ServicePortKey) int {
-	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name),
-		cmp.Compare(a.Port, b.Port), cmp.Compare(a.Protocol, b.Protocol))
 }

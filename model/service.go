@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"reflect"
@@ -47,6 +48,12 @@ func (k ServicePortKey) Service() ServiceKey { return ServiceKey{k.Namespace, k.
 
 func (k ServicePortKey) String() string {
 	return fmt.Sprintf("%s/%s:%s/%s", k.Namespace, k.Name, k.Port, k.Protocol)
+}
+
+// Compare orders keys by namespace, name, port name and protocol.
+func (k ServicePortKey) Compare(o ServicePortKey) int {
+	return cmp.Or(cmp.Compare(k.Namespace, o.Namespace), cmp.Compare(k.Name, o.Name),
+		cmp.Compare(k.Port, o.Port), cmp.Compare(k.Protocol, o.Protocol))
 }
 
 // ServicePort is one port of a proxied service with everything the proxy needs.
