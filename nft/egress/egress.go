@@ -148,11 +148,7 @@ func (p *Planner) replaceIPs(old, cur []netip.Addr) {
 // planPodCIDRs rewrites the pod-CIDR set of a family from every node's pod
 // CIDRs.
 func (p *Planner) planPodCIDRs(v6 bool) {
-	var all []netip.Prefix
-	for _, name := range slices.Sorted(maps.Keys(p.nodes)) {
-		all = append(all, p.nodes[name].PodCIDRs...)
-	}
-	p.t.ReplaceElements(PodCIDRsSet(v6), ruleset.PrefixRanges(all, nil, v6))
+	p.t.ReplaceElements(PodCIDRsSet(v6), ruleset.PrefixRanges(model.PodCIDRs(p.nodes), nil, v6))
 }
 
 // install replaces the part's objects with empty sets and the chain of fams

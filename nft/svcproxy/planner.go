@@ -154,7 +154,7 @@ func (p *Planner) Update(state *model.State, changes *model.Changes) *Result {
 		p.resolve(vk)
 	}
 	p.report(res, keys, touched)
-	if full || (changes.Nodes != nil && p.cfg.ClusterCIDRs == nil) {
+	if full || (len(changes.Nodes) > 0 && len(p.cfg.ClusterCIDRs) == 0) {
 		p.updateCIDRs(state)
 	}
 	if p.rulesDirty || full {
@@ -302,12 +302,7 @@ func (p *Planner) report(res *Result, keys []model.ServicePortKey, touched map[v
 // updateCIDRs brings the cluster CIDR sets in line with the flag or the
 // nodes' pod CIDRs.
 func (p *Planner) updateCIDRs(state *model.State) {
-	prefixes := p.cfg.ClusterCIDRs
-	if prefixes == nil {
-		for _, n := range state.Nodes {
-			prefixes = append(prefixes, n.PodCIDRs...)
-		}
-	}
+	prefixes := model.ClusterCIDRs(p.cfg.ClusterCIDRs, state.Nodes)
 	for i, v6 := range []bool{false, true} {
 		want := ruleset.PrefixRanges(prefixes, nil, v6)
 		if slices.Equal(want, p.cidrs[i]) {
