@@ -33,6 +33,10 @@ type proxyOptions struct {
 	masqueradeAll       bool
 	clusterCIDRs        []string
 	hairpinMode         bool
+
+	// Parsed by validate.
+	nodePortMin, nodePortMax uint16
+	clusterPrefixes          []netip.Prefix
 }
 
 func (p *proxyOptions) addFlags(fs *pflag.FlagSet) {
@@ -45,8 +49,8 @@ func (p *proxyOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&p.hairpinMode, "hairpin-mode", false, "Let every service's endpoints reach themselves through the service (hairpin), not only those of services annotated kube-router.io/service.hairpin.")
 }
 
-// clusterPrefixes parses --cluster-cidr.
-func (p *proxyOptions) clusterPrefixes() ([]netip.Prefix, error) {
+// parseClusterCIDRs parses --cluster-cidr.
+func (p *proxyOptions) parseClusterCIDRs() ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, s := range p.clusterCIDRs {
 		pfx, err := netip.ParsePrefix(strings.TrimSpace(s))
@@ -61,7 +65,7 @@ func (p *proxyOptions) clusterPrefixes() ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// validate returns one message per invalid flag.
+// validate returns one message per invalid flag, and keeps the parsed values.
 func (p *proxyOptions) validate() []string {
 	var errs []string
 	switch p.mode {
@@ -72,10 +76,11 @@ func (p *proxyOptions) validate() []string {
 	if p.gracePeriod < 0 {
 		errs = append(errs, fmt.Sprintf("--ipvs-graceful-period must not be negative, not %s", p.gracePeriod))
 	}
-	if _, _, err := parsePortRange(p.nodePortRange); err != nil {
+	var err error
+	if p.nodePortMin, p.nodePortMax, err = parsePortRange(p.nodePortRange); err != nil {
 		errs = append(errs, fmt.Sprintf("--service-node-port-range: %v", err))
 	}
-	if _, err := p.clusterPrefixes(); err != nil {
+	if p.clusterPrefixes, err = p.parseClusterCIDRs(); err != nil {
 		errs = append(errs, err.Error())
 	}
 	return errs
@@ -117,15 +122,11 @@ func proxyMode(requested string, probe func() error) (mode, why string) {
 // and releases its kernel sockets.
 func newIPVSProxy(w wiring) (watch.Backend, func() error, error) {
 	o, nodeName, log, reg, events := w.o, w.nodeName, w.log, w.reg, w.events
-	npMin, npMax, err := parsePortRange(o.proxy.nodePortRange)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--service-node-port-range: %w", err)
-	}
 	p, err := ipvs.New(ipvs.Config{
 		PlanConfig:  ipvs.PlanConfig{NodeName: nodeName, NodePortBindOnAllIPs: o.proxy.nodePortBindOnAllIP},
 		GracePeriod: o.proxy.gracePeriod,
-		NodePortMin: npMin,
-		NodePortMax: npMax,
+		NodePortMin: o.proxy.nodePortMin,
+		NodePortMax: o.proxy.nodePortMax,
 		Logger:      log,
 		Registerer:  reg,
 		Events:      events,

@@ -11,14 +11,10 @@ import (
 // service addresses on ports no service has.
 func ipvsNATPart(w wiring) nftPart {
 	return func(t *ruleset.Table) (nft.Part, error) {
-		cidrs, err := w.o.proxy.clusterPrefixes()
-		if err != nil {
-			return nil, err
-		}
 		return ipvs.NewNAT(t, ipvs.NATConfig{
 			PlanConfig:    ipvs.PlanConfig{NodeName: w.nodeName, NodePortBindOnAllIPs: w.o.proxy.nodePortBindOnAllIP},
 			MasqueradeAll: w.o.proxy.masqueradeAll,
-			ClusterCIDRs:  cidrs,
+			ClusterCIDRs:  w.o.proxy.clusterPrefixes,
 			HairpinAll:    w.o.proxy.hairpinMode,
 		}), nil
 	}

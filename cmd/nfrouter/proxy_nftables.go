@@ -10,15 +10,11 @@ import (
 // nftablesProxyPart is the nftables service proxy (--service-proxy=nftables).
 func nftablesProxyPart(w wiring) nftPart {
 	return func(t *ruleset.Table) (nft.Part, error) {
-		cidrs, err := w.o.proxy.clusterPrefixes()
-		if err != nil {
-			return nil, err
-		}
 		cfg := nft.ServiceProxyConfig{
 			NodeName:             w.nodeName,
 			NodePortBindOnAllIPs: w.o.proxy.nodePortBindOnAllIP,
 			MasqueradeAll:        w.o.proxy.masqueradeAll,
-			ClusterCIDRs:         cidrs,
+			ClusterCIDRs:         w.o.proxy.clusterPrefixes,
 			Logger:               w.log,
 			Registerer:           w.reg,
 			Events:               w.events,

@@ -39,6 +39,10 @@ type routerOptions struct {
 	overlayType             string
 	enablePodEgress         bool
 	routesSyncPeriod        time.Duration
+
+	// Parsed by validate.
+	routerAddr  netip.Addr
+	peerRouters []bgp.ExternalPeer
 }
 
 func (r *routerOptions) addFlags(fs *pflag.FlagSet) {
@@ -67,14 +71,15 @@ func (r *routerOptions) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&r.routesSyncPeriod, "routes-sync-period", bgp.DefaultRouteCheckPeriod, "How often installed routes are read back and repaired.")
 }
 
-// validate returns one message per invalid flag.
+// validate returns one message per invalid flag, and keeps the parsed values.
 func (r *routerOptions) validate() []string {
 	var out []string
-	if _, err := r.peers(); err != nil {
+	var err error
+	if r.peerRouters, err = r.parsePeers(); err != nil {
 		out = append(out, err.Error())
 	}
 	if r.routerID != "" {
-		if a, err := netip.ParseAddr(r.routerID); err != nil || !a.Is4() {
+		if r.routerAddr, err = netip.ParseAddr(r.routerID); err != nil || !r.routerAddr.Is4() {
 			out = append(out, fmt.Sprintf("--router-id %q: want an IPv4 address", r.routerID))
 		}
 	}
@@ -87,8 +92,8 @@ func (r *routerOptions) validate() []string {
 	return out
 }
 
-// peers joins the --peer-router-* lists.
-func (r *routerOptions) peers() ([]bgp.ExternalPeer, error) {
+// parsePeers joins the --peer-router-* lists.
+func (r *routerOptions) parsePeers() ([]bgp.ExternalPeer, error) {
 	passwords := r.peerPasswords
 	if len(passwords) == 0 && r.peerPasswordsFile != "" {
 		b, err := os.ReadFile(r.peerPasswordsFile)
@@ -130,20 +135,14 @@ func (r *routerOptions) peers() ([]bgp.ExternalPeer, error) {
 
 // newRouter builds the BGP router backend (its nftables object is
 // podEgressPart); close stops it.
-func newRouter(w wiring) (b watch.Backend, close func() error, err error) {
+func newRouter(w wiring) (watch.Backend, func() error, error) {
 	o, nodeName, log, reg, events := w.o, w.nodeName, w.log, w.reg, w.events
 	r := o.router
 	cfg := bgp.DefaultConfig()
-	cfg.NodeName = nodeName
-	if r.routerID != "" {
-		cfg.RouterID, _ = netip.ParseAddr(r.routerID)
-	}
+	cfg.NodeName, cfg.RouterID = nodeName, r.routerAddr
 	cfg.ClusterASN, cfg.Port, cfg.HoldTime = r.clusterASN, r.bgpPort, r.holdTime
 	cfg.GracefulRestart, cfg.GracefulRestartTime, cfg.GracefulRestartDeferral = r.gracefulRestart, r.gracefulRestartTime, r.gracefulRestartDeferral
-	cfg.NodesFullMesh, cfg.MultihopTTL = r.nodesFullMesh, r.multihopTTL
-	if cfg.PeerRouters, err = r.peers(); err != nil {
-		return nil, nil, err
-	}
+	cfg.NodesFullMesh, cfg.MultihopTTL, cfg.PeerRouters = r.nodesFullMesh, r.multihopTTL, r.peerRouters
 	cfg.AdvertisePodCIDR, cfg.AdvertiseClusterIP, cfg.AdvertiseExternalIP, cfg.AdvertiseLoadBalancerIP =
 		r.advertisePodCIDR, r.advertiseClusterIP, r.advertiseExternalIP, r.advertiseLBIP
 	cfg.EnableOverlay, cfg.OverlayType, cfg.RouteCheckPeriod = r.enableOverlay, r.overlayType, r.routesSyncPeriod
