@@ -136,8 +136,8 @@ func TestPlanPeersDualStack(t *testing.T) {
 		plans[name] = plan
 	}
 	for a, pa := range plans {
-		if pa.NodeAddr != pa.Local.V4 || !pa.Local.V6.IsValid() || pa.RouterID != pa.Local.V4 {
-			t.Errorf("%s: node address %s, local %+v, router ID %s", a, pa.NodeAddr, pa.Local, pa.RouterID)
+		if pa.Local.Primary() != pa.Local.V4 || !pa.Local.V6.IsValid() || pa.RouterID != pa.Local.V4 {
+			t.Errorf("%s: node address %s, local %+v, router ID %s", a, pa.Local.Primary(), pa.Local, pa.RouterID)
 		}
 		for addr, spec := range pa.Peers {
 			from := pa.Local.For(addr)

@@ -35,14 +35,14 @@ func TestIPv6PodCIDRPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plan2.NodeAddr != a("fd00:0:1::2") {
-		t.Fatalf("node2 peers from %s, want fd00:0:1::2", plan2.NodeAddr)
+	if plan2.Local.Primary() != a("fd00:0:1::2") {
+		t.Fatalf("node2 peers from %s, want fd00:0:1::2", plan2.Local.Primary())
 	}
-	sent, err := apiPath(d.Add[0], plan2.NodeAddr)
+	sent, err := apiPath(d.Add[0], plan2.Local.Primary())
 	if err != nil {
 		t.Fatal(err)
 	}
-	sent.NeighborIp = plan2.NodeAddr.String() // as node1's gobgp reports it
+	sent.NeighborIp = plan2.Local.Primary().String() // as node1's gobgp reports it
 	got, err := bestPathFrom(sent)
 	if err != nil {
 		t.Fatal(err)

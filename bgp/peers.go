@@ -43,8 +43,6 @@ func (p PeerSpec) External() bool { return p.Node == "" }
 type PeerPlan struct {
 	LocalASN uint32
 	RouterID netip.Addr
-	// NodeAddr is this node's primary address (Local.Primary).
-	NodeAddr netip.Addr
 	// Local are this node's addresses per family: the next hops of the paths
 	// it originates.
 	Local FamilyAddrs
@@ -78,16 +76,16 @@ func PlanPeers(cfg *Config, nodes map[string]*model.Node) (PeerPlan, error) {
 	}
 	plan := PeerPlan{Peers: map[netip.Addr]PeerSpec{}, NodeAddrs: map[netip.Addr]string{}}
 	plan.Local = AddrsOf(local)
-	plan.NodeAddr = plan.Local.Primary()
-	if !plan.NodeAddr.IsValid() {
+	primary := plan.Local.Primary()
+	if !primary.IsValid() {
 		return PeerPlan{}, fmt.Errorf("plan peers: node %s has no address", cfg.NodeName)
 	}
 	plan.RouterID = cfg.RouterID
 	if !plan.RouterID.IsValid() {
-		if !plan.NodeAddr.Is4() {
+		if !primary.Is4() {
 			return PeerPlan{}, fmt.Errorf("plan peers: node %s has no IPv4 address for a router ID; set --router-id", cfg.NodeName)
 		}
-		plan.RouterID = plan.NodeAddr
+		plan.RouterID = primary
 	}
 	ls, problems := parseNodeSettings(local)
 	plan.Problems = problems

@@ -155,7 +155,7 @@ func TestPlanPeers(t *testing.T) {
 func TestPlanPeersRouterID(t *testing.T) {
 	cfg := testConfig("n1")
 	plan, err := PlanPeers(cfg, nodes(node("n1", "10.0.0.1", nil)))
-	if err != nil || plan.RouterID != netip.MustParseAddr("10.0.0.1") || plan.NodeAddr != plan.RouterID {
+	if err != nil || plan.RouterID != netip.MustParseAddr("10.0.0.1") || plan.Local.Primary() != plan.RouterID {
 		t.Fatalf("router ID = %v, %v", plan.RouterID, err)
 	}
 	cfg.RouterID = netip.MustParseAddr("1.2.3.4")
@@ -184,11 +184,11 @@ func TestPlanPeersOneSideDials(t *testing.T) {
 	}
 	for a, pa := range plans {
 		for addr, spec := range pa.Peers {
-			back := plans[spec.Node].Peers[pa.NodeAddr]
+			back := plans[spec.Node].Peers[pa.Local.Primary()]
 			if spec.Passive == back.Passive {
 				t.Errorf("%s and %s both passive=%v", a, spec.Node, spec.Passive)
 			}
-			if want := pa.NodeAddr.Compare(addr) > 0; spec.Passive != want {
+			if want := pa.Local.Primary().Compare(addr) > 0; spec.Passive != want {
 				t.Errorf("%s waits for %s: %v, want %v (the lower address dials)", a, spec.Node, spec.Passive, want)
 			}
 		}

@@ -105,7 +105,7 @@ func (r *Router) Sync(ctx context.Context, state *model.State, changes *model.Ch
 		} else if plan.LocalASN != r.plan.LocalASN || plan.RouterID != r.plan.RouterID || plan.Local != r.plan.Local {
 			r.log.Warn("This node's ASN, router ID or addresses changed; restart nfrouter to apply",
 				"asn", plan.LocalASN, "routerID", plan.RouterID, "ipv4", plan.Local.V4, "ipv6", plan.Local.V6)
-			plan.LocalASN, plan.RouterID, plan.NodeAddr, plan.Local = r.plan.LocalASN, r.plan.RouterID, r.plan.NodeAddr, r.plan.Local
+			plan.LocalASN, plan.RouterID, plan.Local = r.plan.LocalASN, r.plan.RouterID, r.plan.Local
 		}
 		r.plan = plan
 		if _, err := r.speaker.SetPeers(ctx, plan); err != nil {
