@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/nftables"
+	"github.com/vishvananda/netns"
 
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
 )
@@ -19,6 +20,24 @@ func runCommand(t *testing.T, args ...string) (code int, stdout, stderr string) 
 	var out, errOut bytes.Buffer
 	code = run(context.Background(), args, &out, &errOut)
 	return code, out.String(), errOut.String()
+}
+
+// runOnceIn runs the command with args in namespace ns and fails the test
+// unless it exits 0; it returns the log.
+func runOnceIn(t *testing.T, ns netns.NsHandle, args ...string) (stderr string) {
+	t.Helper()
+	var code int
+	err := kerneltest.Do(ns, func() error {
+		code, _, stderr = runCommand(t, args...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	return stderr
 }
 
 func TestUsageErrorsAreOneLineAndExitTwo(t *testing.T) {
@@ -98,19 +117,8 @@ func TestDryRunPrintsTheFirewallOfTheNode(t *testing.T) {
 func TestOnceProgramsTheFirewallInTheCurrentNamespace(t *testing.T) {
 	kerneltest.RequireRoot(t)
 	ns := kerneltest.NewNetNS(t)
-	var code int
-	var stderr string
-	err := kerneltest.Do(ns, func() error {
-		code, _, stderr = runCommand(t, "--manifests", filepath.Join("..", "..", "deploy", "examples"),
-			"--hostname-override", "node-1", "--run-service-proxy=false", "--run-router=false", "--once", "--log-format", "json")
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	runOnceIn(t, ns, "--manifests", filepath.Join("..", "..", "deploy", "examples"),
+		"--hostname-override", "node-1", "--run-service-proxy=false", "--run-router=false", "--once", "--log-format", "json")
 	conn, err := nftables.New(nftables.WithNetNSFd(int(ns)))
 	if err != nil {
 		t.Fatal(err)

@@ -19,20 +19,9 @@ import (
 func TestOnceProgramsServicesWithNFTables(t *testing.T) {
 	kerneltest.RequireRoot(t)
 	ns := kerneltest.NewNetNS(t)
-	var code int
-	var stderr string
-	err := kerneltest.Do(ns, func() error {
-		code, _, stderr = runCommand(t, "--manifests", filepath.Join("..", "..", "ipvs", "testdata", "manifests"),
-			"--hostname-override", "node-1", "--run-firewall=false", "--run-service-proxy=true", "--service-proxy=nftables",
-			"--run-router=false", "--once", "--log-format", "json")
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	stderr := runOnceIn(t, ns, "--manifests", filepath.Join("..", "..", "ipvs", "testdata", "manifests"),
+		"--hostname-override", "node-1", "--run-firewall=false", "--run-service-proxy=true", "--service-proxy=nftables",
+		"--run-router=false", "--once", "--log-format", "json")
 	if !strings.Contains(stderr, `"mode":"nftables"`) {
 		t.Errorf("the log does not name the chosen proxy mode:\n%s", stderr)
 	}

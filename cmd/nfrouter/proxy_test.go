@@ -66,20 +66,9 @@ func TestOnceProgramsServices(t *testing.T) {
 	if err := kerneltest.Do(ns, func() (err error) { c, err = ipvs.New(); return err }); err != nil {
 		kerneltest.MissingFeature(t, "IPVS", err)
 	}
-	var code int
-	var stderr string
-	err := kerneltest.Do(ns, func() error {
-		code, _, stderr = runCommand(t, "--manifests", filepath.Join("..", "..", "ipvs", "testdata", "manifests"),
-			"--hostname-override", "node-1", "--run-firewall=false", "--run-service-proxy=true", "--service-proxy=ipvs",
-			"--run-router=false", "--once", "--log-format", "json")
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	stderr := runOnceIn(t, ns, "--manifests", filepath.Join("..", "..", "ipvs", "testdata", "manifests"),
+		"--hostname-override", "node-1", "--run-firewall=false", "--run-service-proxy=true", "--service-proxy=ipvs",
+		"--run-router=false", "--once", "--log-format", "json")
 	svcs, err := c.Services()
 	if err != nil {
 		t.Fatalf("list IPVS services: %v", err)
