@@ -13,72 +13,70 @@ func famIndex(v6 bool) int {
 	return 0
 }
 
-// add writes what one owned address contributes to the table.
+// add writes what one owned address contributes to the table: the objects
+// it is the first to need, then its elements.
 func (p *Planner) add(vk vipKey, pv programmedVIP) {
 	v6 := vk.Addr.Is6()
 	p.useFamily(v6, +1)
-	key := ruleset.Element{Addr: vk.Addr, Proto: uint8(vk.Proto), Port: vk.Port}
-	plan := pv.plan
-	if plan.Masquerade {
-		p.t.AddElement(MasqueradeSet(v6), key)
+	if n := len(pv.plan.Endpoints); n > 0 {
+		p.useClass(n, v6, +1)
 	}
-	if len(plan.Endpoints) == 0 {
-		p.t.AddElement(NoEndpointsSet(v6), key)
-		return
+	if pv.plan.sticky() {
+		p.useAffinity(affinityKey{pv.owner, v6, pv.plan.Affinity}, +1)
 	}
-	p.useClass(len(plan.Endpoints), v6, +1)
-	p.t.AddElement(ClassSet(len(plan.Endpoints), v6), key)
-	for i, e := range plan.Endpoints {
-		p.t.AddElement(EndpointsMap(v6), slotElement(key, i, e))
-		if e.Local {
-			p.t.AddElement(HairpinSet(v6), ruleset.Element{Addr: e.Addr(), Peer: e.Addr()})
-		}
-	}
-	if plan.sticky() {
-		ak := affinityKey{pv.owner, v6, plan.Affinity}
-		if p.affinity[ak]++; p.affinity[ak] == 1 {
-			p.putAffinitySets(ak)
-			p.rulesDirty = true
-		}
-		for _, e := range plan.Endpoints {
-			p.t.AddElement(AffinityEndpointsSet(ak.port, v6, plan.Affinity), ruleset.Element{Addr: e.Addr(), Proto: uint8(vk.Proto), Port: e.Port()})
-		}
+	for _, se := range elements(vk, pv) {
+		p.t.AddElement(se.set, se.e)
 	}
 }
 
-// remove takes back what add wrote.
+// remove takes back what add wrote: the elements, then the objects it was
+// the last to need.
 func (p *Planner) remove(vk vipKey, pv programmedVIP) {
+	v6 := vk.Addr.Is6()
+	for _, se := range elements(vk, pv) {
+		p.t.RemoveElement(se.set, se.e)
+	}
+	if pv.plan.sticky() {
+		p.useAffinity(affinityKey{pv.owner, v6, pv.plan.Affinity}, -1)
+	}
+	if n := len(pv.plan.Endpoints); n > 0 {
+		p.useClass(n, v6, -1)
+	}
+	p.useFamily(v6, -1)
+}
+
+// setElem is one element of a named set or map.
+type setElem struct {
+	set string
+	e   ruleset.Element
+}
+
+// elements lists the set and map elements one owned address brings.
+func elements(vk vipKey, pv programmedVIP) []setElem {
 	v6 := vk.Addr.Is6()
 	key := ruleset.Element{Addr: vk.Addr, Proto: uint8(vk.Proto), Port: vk.Port}
 	plan := pv.plan
+	var out []setElem
 	if plan.Masquerade {
-		p.t.RemoveElement(MasqueradeSet(v6), key)
+		out = append(out, setElem{MasqueradeSet(v6), key})
 	}
 	if len(plan.Endpoints) == 0 {
-		p.t.RemoveElement(NoEndpointsSet(v6), key)
-	} else {
-		p.t.RemoveElement(ClassSet(len(plan.Endpoints), v6), key)
-		for i, e := range plan.Endpoints {
-			p.t.RemoveElement(EndpointsMap(v6), slotElement(key, i, e))
-			if e.Local {
-				p.t.RemoveElement(HairpinSet(v6), ruleset.Element{Addr: e.Addr(), Peer: e.Addr()})
-			}
-		}
-		if plan.sticky() {
-			ak := affinityKey{pv.owner, v6, plan.Affinity}
-			for _, e := range plan.Endpoints {
-				p.t.RemoveElement(AffinityEndpointsSet(ak.port, v6, plan.Affinity), ruleset.Element{Addr: e.Addr(), Proto: uint8(vk.Proto), Port: e.Port()})
-			}
-			if p.affinity[ak]--; p.affinity[ak] == 0 {
-				delete(p.affinity, ak)
-				p.t.DeleteSet(AffinityMap(ak.port, v6, plan.Affinity))
-				p.t.DeleteSet(AffinityEndpointsSet(ak.port, v6, plan.Affinity))
-				p.rulesDirty = true
-			}
-		}
-		p.useClass(len(plan.Endpoints), v6, -1)
+		return append(out, setElem{NoEndpointsSet(v6), key})
 	}
-	p.useFamily(v6, -1)
+	out = append(out, setElem{ClassSet(len(plan.Endpoints), v6), key})
+	for i, e := range plan.Endpoints {
+		out = append(out, setElem{EndpointsMap(v6), slotElement(key, i, e)})
+		if e.Local {
+			out = append(out, setElem{HairpinSet(v6), ruleset.Element{Addr: e.Addr(), Peer: e.Addr()}})
+		}
+	}
+	if plan.sticky() {
+		set := AffinityEndpointsSet(pv.owner, v6, plan.Affinity)
+		for _, e := range plan.Endpoints {
+			out = append(out, setElem{set, ruleset.Element{Addr: e.Addr(), Proto: uint8(vk.Proto), Port: e.Port()}})
+		}
+	}
+	return out
 }
 
 func slotElement(key ruleset.Element, slot int, e endpoint) ruleset.Element {
@@ -133,6 +131,22 @@ func (p *Planner) useClass(n int, v6 bool, d int) {
 		p.rulesDirty = true
 	case d < 0 && c[n] == 0:
 		p.t.DeleteSet(ClassSet(n, v6))
+		p.rulesDirty = true
+	}
+}
+
+// useAffinity counts a sticky address of one service port and family in or
+// out; the port's affinity objects exist while it has some.
+func (p *Planner) useAffinity(ak affinityKey, d int) {
+	p.affinity[ak] += d
+	switch {
+	case d > 0 && p.affinity[ak] == 1:
+		p.putAffinitySets(ak)
+		p.rulesDirty = true
+	case d < 0 && p.affinity[ak] == 0:
+		delete(p.affinity, ak)
+		p.t.DeleteSet(AffinityMap(ak.port, ak.v6, ak.timeout))
+		p.t.DeleteSet(AffinityEndpointsSet(ak.port, ak.v6, ak.timeout))
 		p.rulesDirty = true
 	}
 }
