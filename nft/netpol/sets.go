@@ -131,10 +131,7 @@ func (s *setSpec) defs() []ruleset.Set {
 		d := ruleset.Set{Name: name, Type: ruleset.AddrKey(v6), Comment: s.comment}
 		switch s.kind {
 		case portsSet:
-			d.Type = ruleset.AddrProtoPort4
-			if v6 {
-				d.Type = ruleset.AddrProtoPort6
-			}
+			d.Type = ruleset.AddrProtoPortKey(v6)
 		case cidrSet:
 			d.Interval = true
 		}

@@ -173,10 +173,7 @@ func familySets(v6 bool) []ruleset.Set {
 // putAffinitySets makes the dynamic map and the endpoint set of one
 // service port's session affinity.
 func (p *Planner) putAffinitySets(ak affinityKey) {
-	addr, kt := ruleset.Addr4, ruleset.AddrProtoPort4
-	if ak.v6 {
-		addr, kt = ruleset.Addr6, ruleset.AddrProtoPort6
-	}
+	addr, kt := ruleset.AddrKey(ak.v6), ruleset.AddrProtoPortKey(ak.v6)
 	timeout := ak.timeout
 	p.t.PutSet(ruleset.Set{Name: AffinityMap(ak.port, ak.v6, timeout), Type: addr, Data: addr,
 		Dynamic: true, Size: affinitySize, Timeout: timeout,
