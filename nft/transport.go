@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"runtime"
 	"syscall"
 
 	"github.com/mdlayher/netlink"
@@ -53,40 +52,20 @@ func openTransport(nsFd int) (*transport, error) {
 	return t, nil
 }
 
-// socketIn creates the socket on a thread that entered nsFd; the thread is
-// thrown away afterwards rather than returned to the runtime in another
-// namespace.
-func socketIn(nsFd int) (int, error) {
-	open := func() (int, error) {
-		fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
+// socketIn creates the socket in nsFd (see inNetNS).
+func socketIn(nsFd int) (fd int, err error) {
+	err = inNetNS(nsFd, func() error {
+		fd, err = unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
 		if err != nil {
-			return -1, err
+			return err
 		}
 		if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 			unix.Close(fd)
-			return -1, err
+			return err
 		}
-		return fd, nil
-	}
-	if nsFd == 0 {
-		return open()
-	}
-	type result struct {
-		fd  int
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-		if err := unix.Setns(nsFd, unix.CLONE_NEWNET); err != nil {
-			done <- result{-1, fmt.Errorf("enter network namespace: %w", err)}
-			return
-		}
-		fd, err := open()
-		done <- result{fd, err}
-	}()
-	r := <-done
-	return r.fd, r.err
+		return nil
+	})
+	return fd, err
 }
 
 // setBuffers raises both socket buffers to at least n bytes. Root may exceed
