@@ -1,9 +1,6 @@
 package ruleset
 
-import (
-	"github.com/google/nftables/expr"
-	"golang.org/x/sys/unix"
-)
+import "github.com/google/nftables/expr"
 
 // AddrPairIn matches the source and destination address together against an
 // address-pair set (`ip saddr . ip daddr @set`): how hairpin connections, a
@@ -22,10 +19,7 @@ func (m AddrPairIn) compile(c *compiler) {
 	_, _, soff, n := addrField(m.V6, true)
 	_, _, doff, _ := addrField(m.V6, false)
 	// The second address fills the 32-bit registers after the first.
-	next := uint32(unix.NFT_REG32_01)
-	if m.V6 {
-		next = unix.NFT_REG32_04
-	}
+	next, _ := addrPortRegs(m.V6)
 	c.family(m.V6)
 	c.add(&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: soff, Len: n},
 		&expr.Payload{DestRegister: next, Base: expr.PayloadBaseNetworkHeader, Offset: doff, Len: n},

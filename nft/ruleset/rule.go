@@ -172,10 +172,7 @@ func (m DestPortIn) compile(c *compiler) {
 	_, _, off, n := addrField(m.V6, false)
 	// Concatenations use 32-bit registers: the address fills NFT_REG32_00 (one
 	// register for IPv4, four for IPv6), the protocol and port the next ones.
-	next := uint32(unix.NFT_REG32_01)
-	if m.V6 {
-		next = unix.NFT_REG32_04
-	}
+	next, _ := addrPortRegs(m.V6)
 	c.family(m.V6)
 	c.add(&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: n},
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: next},
