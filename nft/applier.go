@@ -136,35 +136,35 @@ func (a *applier) apply(desired *ruleset.Table, full bool) (Stats, error) {
 			b.elements(d, want, false)
 			continue
 		}
+		var have map[ruleset.Element]struct{}
+		if p != nil {
+			have = p.elems
+		}
 		var delta elemDelta
+		diff := func(e ruleset.Element) {
+			switch want := d.Has(e); {
+			case want && !has(have, e):
+				delta.add = append(delta.add, e)
+			case !want && has(have, e):
+				delta.del = append(delta.del, e)
+				if e.Jump != "" {
+					jumpsRemoved[e.Jump] = true
+				}
+			}
+		}
 		if els, ok := changed[name]; ok && els != nil && p != nil {
 			// Only the journalled elements can differ from what we programmed.
 			for e := range els {
-				switch want := d.Elements[e] > 0; {
-				case want && !has(p.elems, e):
-					delta.add = append(delta.add, e)
-				case !want && has(p.elems, e):
-					delta.del = append(delta.del, e)
-					if e.Jump != "" {
-						jumpsRemoved[e.Jump] = true
-					}
-				}
+				diff(e)
 			}
 		} else {
 			for e, n := range d.Elements {
-				if n > 0 && (p == nil || !has(p.elems, e)) {
-					delta.add = append(delta.add, e)
+				if n > 0 {
+					diff(e)
 				}
 			}
-			if p != nil {
-				for e := range p.elems {
-					if d.Elements[e] <= 0 {
-						delta.del = append(delta.del, e)
-						if e.Jump != "" {
-							jumpsRemoved[e.Jump] = true
-						}
-					}
-				}
+			for e := range have {
+				diff(e)
 			}
 		}
 		slices.SortFunc(delta.add, ruleset.Element.Compare)
