@@ -43,7 +43,7 @@ type Node struct {
 
 // newFabric makes the namespace holding the bridge that joins the nodes.
 func (b *Bed) newFabric() error {
-	ns, err := newNetNS()
+	ns, err := kerneltest.CreateNetNS()
 	if err != nil {
 		return fmt.Errorf("fabric: %w", err)
 	}
@@ -68,7 +68,7 @@ func (b *Bed) newFabric() error {
 // forwarding on, and an API proxy on 127.0.0.1:APIProxyPort.
 func (b *Bed) addNode(i int) (*Node, error) {
 	name := "node-" + strconv.Itoa(i)
-	ns, err := newNetNS()
+	ns, err := kerneltest.CreateNetNS()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

@@ -27,7 +27,7 @@ type podNet struct {
 // routed-CNI layout, IPv4) and starts a server on each container port that
 // answers with the pod's name.
 func (b *Bed) addPodNet(n *Node, p *Pod) (_ *podNet, err error) {
-	ns, err := newNetNS()
+	ns, err := kerneltest.CreateNetNS()
 	if err != nil {
 		return nil, fmt.Errorf("pod %s: %w", p.key(), err)
 	}

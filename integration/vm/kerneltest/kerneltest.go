@@ -46,6 +46,18 @@ func MissingFeature(t testing.TB, feature string, err error) {
 // test ends. The calling goroutine's namespace does not change.
 func NewNetNS(t testing.TB) netns.NsHandle {
 	t.Helper()
+	ns, err := CreateNetNS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Close() })
+	return ns
+}
+
+// CreateNetNS is NewNetNS for a caller that is not a test: the namespace
+// lives until the caller closes the handle (and whatever runs or listens
+// inside it is gone).
+func CreateNetNS() (netns.NsHandle, error) {
 	var ns netns.NsHandle
 	err := onNewThread(func() error {
 		var err error
@@ -54,13 +66,13 @@ func NewNetNS(t testing.TB) netns.NsHandle {
 		if ns, err = netns.New(); err != nil {
 			return fmt.Errorf("new network namespace: %w", err)
 		}
-		return loopbackUp()
+		if err := loopbackUp(); err != nil {
+			ns.Close()
+			return fmt.Errorf("new network namespace: %w", err)
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Close() })
-	return ns
+	return ns, err
 }
 
 // Do runs fn in namespace ns. Sockets and netlink connections that fn opens
