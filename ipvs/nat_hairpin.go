@@ -20,16 +20,16 @@ import (
 // of them (kube-router's iptables rules matched the virtual service too).
 // That costs nothing: without masquerading, such a connection fails.
 
-func hairpinSets(v6 bool) []ruleset.Set {
+func hairpinSetDef(v6 bool) ruleset.Set {
 	typ := ruleset.AddrPair4
 	if v6 {
 		typ = ruleset.AddrPair6
 	}
-	return []ruleset.Set{{Name: hairpinSet(v6), Type: typ, Comment: "local endpoints of hairpin services, as source . destination"}}
+	return ruleset.Set{Name: hairpinSet(v6), Type: typ, Comment: "local endpoints of hairpin services, as source . destination"}
 }
 
-func hairpinRules(v6 bool) []ruleset.Rule {
-	return []ruleset.Rule{{Matches: []ruleset.Match{ruleset.AddrPairIn{V6: v6, Set: hairpinSet(v6)}}, Verdict: ruleset.Masquerade{}}}
+func hairpinRule(v6 bool) ruleset.Rule {
+	return ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrPairIn{V6: v6, Set: hairpinSet(v6)}}, Verdict: ruleset.Masquerade{}}
 }
 
 // hairpinElems returns the pairs of the destinations of vs that are

@@ -76,8 +76,8 @@ func (n *NAT) natSets(v6 bool) []ruleset.Set {
 	sets := []ruleset.Set{
 		{Name: servicesSet(v6), Type: svc, Comment: "IPVS virtual services"},
 		{Name: vipsSet(v6), Type: ruleset.AddrKey(v6), Comment: "IPVS service addresses on kube-dummy-if"},
+		hairpinSetDef(v6),
 	}
-	sets = append(sets, hairpinSets(v6)...)
 	if !n.cfg.MasqueradeAll {
 		sets = append(sets,
 			ruleset.Set{Name: clusterCIDRsSet(v6), Type: ruleset.AddrKey(v6), Interval: true,
@@ -139,7 +139,7 @@ func (n *NAT) putChains() {
 
 		post = append(post, ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrIn{V6: v6, Src: true, Set: vipsSet(v6)}},
 			Verdict: ruleset.Masquerade{}})
-		post = append(post, hairpinRules(v6)...)
+		post = append(post, hairpinRule(v6))
 
 		vip := ruleset.AddrIn{V6: v6, Set: vipsSet(v6)}
 		var echo ruleset.Match = ruleset.ICMPv4Type{Type: 8, Name: "echo-request"}

@@ -31,14 +31,6 @@ func natNodes() []*model.Node {
 	}
 }
 
-func natState(nodes []*model.Node, ports []*model.ServicePort, eps map[model.ServicePortKey]model.Endpoints) *model.State {
-	st := newState(nil, ports, eps)
-	for _, n := range nodes {
-		st.Nodes[n.Name] = n
-	}
-	return st
-}
-
 // TestNATShapes plans one state per service shape and flag from scratch and
 // compares the nft text with testdata/nat/*.golden.
 func TestNATShapes(t *testing.T) {
@@ -82,7 +74,7 @@ func TestNATShapes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.NodeName = thisNode
-			tab, _ := planNAT(natState(natNodes(), tc.ports, eps), tc.cfg)
+			tab, _ := planNAT(modeltest.NewState(natNodes(), tc.ports, eps), tc.cfg)
 			compareGolden(t, "nat/"+tc.name, ruleset.Text(tab))
 		})
 	}
@@ -97,7 +89,7 @@ func TestNATChangeTouchesOnlyItsElements(t *testing.T) {
 	pin := svc("default", "pin", 80, clusterIPs("10.96.0.11"), func(sp *model.ServicePort) { sp.Options.Hairpin = true })
 	one := model.Endpoints{ep("10.1.0.2:8080@"+thisNode, "rs")}
 	two := model.Endpoints{ep("10.1.0.2:8080@"+thisNode, "rs"), ep("10.1.0.3:8080@"+thisNode, "rs")}
-	st := natState(natNodes(), []*model.ServicePort{web, pin}, map[model.ServicePortKey]model.Endpoints{web.Key: one, pin.Key: one})
+	st := modeltest.NewState(natNodes(), []*model.ServicePort{web, pin}, map[model.ServicePortKey]model.Endpoints{web.Key: one, pin.Key: one})
 	tab, n := planNAT(st, NATConfig{PlanConfig: PlanConfig{NodeName: thisNode}})
 	tab.TakeDirty()
 
@@ -109,18 +101,14 @@ func TestNATChangeTouchesOnlyItsElements(t *testing.T) {
 			t.Errorf("%s: changed chains %v and sets %v, want no chain and sets %v", name, chains, sets, wantSets)
 		}
 	}
-	next := natState(natNodes(), []*model.ServicePort{web, pin}, map[model.ServicePortKey]model.Endpoints{web.Key: two, pin.Key: one})
+	next := modeltest.NewState(natNodes(), []*model.ServicePort{web, pin}, map[model.ServicePortKey]model.Endpoints{web.Key: two, pin.Key: one})
 	step("endpoint of a service without hairpin", next, changesOf(nil, []model.ServicePortKey{web.Key}), nil)
 
-	next2 := natState(natNodes(), []*model.ServicePort{web, pin}, map[model.ServicePortKey]model.Endpoints{web.Key: two, pin.Key: two})
-	var wantHairpin []string
-	if len(hairpinSets(false)) > 0 {
-		wantHairpin = []string{hairpinSet(false)}
-	}
-	step("endpoint of a hairpin service", next2, changesOf(nil, []model.ServicePortKey{pin.Key}), wantHairpin)
+	next2 := modeltest.NewState(natNodes(), []*model.ServicePort{web, pin}, map[model.ServicePortKey]model.Endpoints{web.Key: two, pin.Key: two})
+	step("endpoint of a hairpin service", next2, changesOf(nil, []model.ServicePortKey{pin.Key}), []string{hairpinSet(false)})
 
 	other := svc("default", "other", 81, clusterIPs("10.96.0.12"))
-	next3 := natState(natNodes(), []*model.ServicePort{web, pin, other}, next2.Endpoints)
+	next3 := modeltest.NewState(natNodes(), []*model.ServicePort{web, pin, other}, next2.Endpoints)
 	step("new service", next3, changesOf([]model.ServicePortKey{other.Key}, nil), []string{servicesSet(false), vipsSet(false)})
 }
 
@@ -166,13 +154,13 @@ func TestNATAnyStateFollowsAnyOther(t *testing.T) {
 		case 1:
 			nodes[0] = &model.Node{Name: thisNode, InternalIPs: addrs("192.168.1.20"), PodCIDRs: nodes[0].PodCIDRs[:1]}
 		}
-		return natState(nodes, ports, eps)
+		return modeltest.NewState(nodes, ports, eps)
 	}
 	for _, cfg := range []NATConfig{{}, {MasqueradeAll: true}, {HairpinAll: true}} {
 		cfg.NodeName = thisNode
 		tab := ruleset.NewTable("inet", "nfrouter")
 		n := NewNAT(tab, cfg)
-		prev := natState(nil, nil, nil)
+		prev := modeltest.NewState(nil, nil, nil)
 		n.Plan(context.Background(), prev, &model.Changes{Full: true})
 		for step := range 300 {
 			next := randomState()
