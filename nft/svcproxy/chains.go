@@ -77,8 +77,8 @@ func (p *Planner) putChains() {
 	var remember []ruleset.Rule
 	for _, ak := range slices.SortedFunc(maps.Keys(p.affinity), compareAffinityKey) {
 		remember = append(remember, ruleset.Rule{Matches: []ruleset.Match{ruleset.CtStatusDNAT{},
-			ruleset.DestPortIn{V6: ak.v6, Set: AffinityEndpointsSet(ak.port, ak.v6, ak.duration())},
-			ruleset.RememberClient{V6: ak.v6, Map: AffinityMap(ak.port, ak.v6, ak.duration())}}})
+			ruleset.DestPortIn{V6: ak.v6, Set: AffinityEndpointsSet(ak.port, ak.v6, ak.timeout)},
+			ruleset.RememberClient{V6: ak.v6, Map: AffinityMap(ak.port, ak.v6, ak.timeout)}}})
 	}
 	p.t.PutChain(&ruleset.Chain{Name: ChainRemember, Comment: "connections to endpoints of services with session affinity: remember the client", Rules: remember})
 }

@@ -80,8 +80,6 @@ type affinityKey struct {
 	timeout time.Duration
 }
 
-func (k affinityKey) duration() time.Duration { return k.timeout }
-
 // Problem is a service port that cannot be programmed as asked.
 type Problem struct {
 	Port    model.ServicePortKey
@@ -167,25 +165,18 @@ func (p *Planner) Update(state *model.State, changes *model.Changes) *Result {
 // affected lists the service ports to re-plan, sorted.
 func (p *Planner) affected(state *model.State, changes *model.Changes, full bool) []model.ServicePortKey {
 	set := map[model.ServicePortKey]struct{}{}
-	if full {
+	if !full {
+		maps.Copy(set, changes.ServicePorts)
+		maps.Copy(set, changes.Endpoints)
+	}
+	// A change of this node's addresses or name may change every NodePort
+	// and every endpoint's locality.
+	if full || changes.Nodes.Has(p.cfg.NodeName) {
 		for k := range state.ServicePorts {
 			set[k] = struct{}{}
 		}
 		for k := range p.claims {
 			set[k] = struct{}{}
-		}
-	} else {
-		maps.Copy(set, changes.ServicePorts)
-		maps.Copy(set, changes.Endpoints)
-		if changes.Nodes.Has(p.cfg.NodeName) {
-			// This node's addresses or name: every NodePort and every
-			// endpoint's locality may differ.
-			for k := range state.ServicePorts {
-				set[k] = struct{}{}
-			}
-			for k := range p.claims {
-				set[k] = struct{}{}
-			}
 		}
 	}
 	return slices.SortedFunc(maps.Keys(set), comparePortKey)
