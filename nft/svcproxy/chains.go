@@ -99,7 +99,7 @@ func (p *Planner) classNumbers(v6 bool) []int {
 }
 
 func compareAffinityKey(a, b affinityKey) int {
-	if c := comparePortKey(a.port, b.port); c != 0 {
+	if c := a.port.Compare(b.port); c != 0 {
 		return c
 	}
 	if a.v6 != b.v6 {

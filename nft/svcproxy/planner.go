@@ -1,7 +1,6 @@
 package svcproxy
 
 import (
-	"cmp"
 	"maps"
 	"net/netip"
 	"slices"
@@ -179,18 +178,18 @@ func (p *Planner) affected(state *model.State, changes *model.Changes, full bool
 			set[k] = struct{}{}
 		}
 	}
-	return slices.SortedFunc(maps.Keys(set), comparePortKey)
+	return slices.SortedFunc(maps.Keys(set), model.ServicePortKey.Compare)
 }
 
 func (p *Planner) claim(vk vipKey, k model.ServicePortKey) {
 	cs := p.claimants[vk]
-	i, _ := slices.BinarySearchFunc(cs, k, comparePortKey)
+	i, _ := slices.BinarySearchFunc(cs, k, model.ServicePortKey.Compare)
 	p.claimants[vk] = slices.Insert(cs, i, k)
 }
 
 func (p *Planner) unclaim(vk vipKey, k model.ServicePortKey) {
 	cs := p.claimants[vk]
-	if i, ok := slices.BinarySearchFunc(cs, k, comparePortKey); ok {
+	if i, ok := slices.BinarySearchFunc(cs, k, model.ServicePortKey.Compare); ok {
 		cs = slices.Delete(cs, i, i+1)
 	}
 	if len(cs) == 0 {
@@ -265,7 +264,7 @@ func (p *Planner) report(res *Result, keys []model.ServicePortKey, touched map[v
 			check[c] = struct{}{}
 		}
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(check), comparePortKey) {
+	for _, k := range slices.SortedFunc(maps.Keys(check), model.ServicePortKey.Compare) {
 		want := Problem{Port: k}
 		for _, vk := range slices.SortedFunc(maps.Keys(p.claims[k]), vipKey.compare) {
 			if owner := p.claimants[vk][0]; owner != k {
@@ -304,9 +303,4 @@ func (p *Planner) updateCIDRs(state *model.State) {
 		}
 		p.cidrs[i] = want
 	}
-}
-
-func comparePortKey(a, b model.ServicePortKey) int {
-	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name),
-		cmp.Compare(a.Port, b.Port), cmp.Compare(a.Protocol, b.Protocol))
 }

@@ -67,7 +67,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 	}
 	altNode := *universe.Nodes[svcfixture.NodeName]
 	altNode.InternalIPs = modeltest.Addrs("192.168.1.12", "fd00:1::12")
-	keys := slices.SortedFunc(maps.Keys(universe.ServicePorts), comparePortKey)
+	keys := slices.SortedFunc(maps.Keys(universe.ServicePorts), model.ServicePortKey.Compare)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, cfg := range []Config{
 		{NodeName: svcfixture.NodeName},
