@@ -134,24 +134,7 @@ func summaries(t *testing.T, ctx context.Context, routers []*cluster.NFRouter) [
 // waitMetric scrapes r until ok holds (30 s at most).
 func waitMetric(t *testing.T, ctx context.Context, r *cluster.NFRouter, what string, ok func(cluster.Metrics) bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		m, err := r.Metrics(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok(m) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s not seen within 30s", r.Node.Name, what)
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-tick.C:
-		}
+	if _, err := r.WaitMetrics(ctx, 30*time.Second, ok); err != nil {
+		t.Fatalf("%s: %s not seen within 30s: %v", r.Node.Name, what, err)
 	}
 }

@@ -237,6 +237,18 @@ func (r *NFRouter) Metrics(ctx context.Context) (Metrics, error) {
 	return parseMetrics(resp.Body)
 }
 
+// WaitMetrics scrapes r until ok holds or timeout passes, and returns the
+// last scrape.
+func (r *NFRouter) WaitMetrics(ctx context.Context, timeout time.Duration, ok func(Metrics) bool) (Metrics, error) {
+	return pollUntil(ctx, timeout, func() (Metrics, bool, error) {
+		m, err := r.Metrics(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		return m, ok(m), nil
+	})
+}
+
 // nsHTTPClient dials inside the node's namespace, where nfrouter's
 // servers listen on 127.0.0.1.
 func nsHTTPClient(n *Node) *http.Client {

@@ -62,39 +62,34 @@ func TestRBAC(t *testing.T) {
 		if err := freshObjects(ctx, bed, fmt.Sprintf("rbac-%d", round)); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			m, err := r.Metrics(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var missing []string
+		missing := func(m cluster.Metrics) []string {
+			var out []string
 			for _, k := range kinds {
 				if m.Sum("nfrouter_watch_events_total", `kind="`+k+`"`) <= base.Sum("nfrouter_watch_events_total", `kind="`+k+`"`) {
-					missing = append(missing, k)
+					out = append(out, k)
 				}
 			}
-			if len(missing) == 0 {
-				// A reflector whose watch is forbidden relists after a
-				// backoff and so still delivers changes, late: any request
-				// the API server refused counts as not working.
-				log, err := os.ReadFile(r.Log())
-				if err != nil {
-					t.Fatal(err)
-				}
-				if bytes.Contains(log, []byte("forbidden")) {
-					return false, "requests forbidden (see " + r.Log() + ")"
-				}
-				return true, ""
-			}
-			if time.Now().After(deadline) {
-				slices.Sort(missing)
-				return false, fmt.Sprintf("no events for %v", missing)
-			}
-			<-tick.C
+			slices.Sort(out)
+			return out
 		}
+		m, err := r.WaitMetrics(ctx, 5*time.Second, func(m cluster.Metrics) bool { return len(missing(m)) == 0 })
+		if err != nil {
+			if m == nil || ctx.Err() != nil { // a failed scrape, or the test's time is up
+				t.Fatal(err)
+			}
+			return false, fmt.Sprintf("no events for %v", missing(m))
+		}
+		// A reflector whose watch is forbidden relists after a backoff and
+		// so still delivers changes, late: any request the API server
+		// refused counts as not working.
+		log, err := os.ReadFile(r.Log())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(log, []byte("forbidden")) {
+			return false, "requests forbidden (see " + r.Log() + ")"
+		}
+		return true, ""
 	}
 	if ok, why := works(); !ok {
 		t.Fatalf("with deploy/rbac.yaml: %s", why)
