@@ -3,7 +3,6 @@ package ipvs
 import (
 	"cmp"
 	"context"
-	"maps"
 	"net/netip"
 	"slices"
 
@@ -176,26 +175,9 @@ func (n *NAT) planClusterCIDRs(state *model.State) {
 	if n.cfg.MasqueradeAll {
 		return
 	}
-	cidrs := n.cfg.ClusterCIDRs
-	if len(cidrs) == 0 {
-		for _, name := range slices.Sorted(maps.Keys(state.Nodes)) {
-			cidrs = append(cidrs, state.Nodes[name].PodCIDRs...)
-		}
-	}
+	cidrs := model.ClusterCIDRs(n.cfg.ClusterCIDRs, state.Nodes)
 	for _, v6 := range famList(n.fams) {
-		s := n.t.Sets[clusterCIDRsSet(v6)]
-		want := ruleset.PrefixRanges(cidrs, nil, v6)
-		have := ruleset.SortedElements(s)
-		if slices.Equal(have, want) {
-			continue
-		}
-		// Interval sets are rewritten whole anyway (see nft's doc).
-		for _, e := range have {
-			n.t.RemoveElement(s.Name, e)
-		}
-		for _, e := range want {
-			n.t.AddElement(s.Name, e)
-		}
+		n.t.ReplaceElements(clusterCIDRsSet(v6), ruleset.PrefixRanges(cidrs, nil, v6))
 	}
 }
 
