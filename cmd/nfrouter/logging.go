@@ -18,18 +18,18 @@ func newLogger(w io.Writer, format string, verbosity int) *slog.Logger {
 	if verbosity > 0 {
 		level = slog.LevelDebug
 	}
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		tty = term.IsTerminal(int(f.Fd()))
+	}
 	if format == "" {
 		format = "json"
-		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if tty {
 			format = "text"
 		}
 	}
 	var h slog.Handler
 	if format == "text" {
-		tty := false
-		if f, ok := w.(*os.File); ok {
-			tty = term.IsTerminal(int(f.Fd()))
-		}
 		h = tint.NewTextHandler(w, &tint.Options{Level: level, TimeFormat: time.TimeOnly, NoColor: !tty})
 	} else {
 		h = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
