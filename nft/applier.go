@@ -109,7 +109,7 @@ func (a *applier) apply(desired *ruleset.Table, full bool) (Stats, error) {
 	}
 	for _, name := range chainNames {
 		d, p := desired.Chains[name], a.prog.chains[name]
-		if d != nil && p != nil && !sameHook(d.Base, p.base) {
+		if d != nil && p != nil && !d.Base.Equal(p.base) {
 			return a.reset(desired)
 		}
 		if d != nil && p == nil {
@@ -385,13 +385,6 @@ func chainKeys(family nftables.TableFamily, c *ruleset.Chain) []string {
 		k[i] = ruleKey(family, r.Exprs())
 	}
 	return k
-}
-
-func sameHook(a, b *ruleset.Hook) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }
 
 func defOf(s *ruleset.Set) ruleset.Set {

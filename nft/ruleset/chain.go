@@ -10,6 +10,15 @@ type Hook struct {
 	Drop     bool // policy drop instead of accept
 }
 
+// Equal reports whether two hooks are the same; nil (a regular chain) equals
+// only nil.
+func (h *Hook) Equal(o *Hook) bool {
+	if h == nil || o == nil {
+		return h == o
+	}
+	return *h == *o
+}
+
 // Chain is a chain and its rules, in order.
 type Chain struct {
 	Name    string
@@ -23,8 +32,7 @@ func (c *Chain) Equal(o *Chain) bool {
 	if c == nil || o == nil {
 		return c == o
 	}
-	if c.Name != o.Name || c.Comment != o.Comment || (c.Base == nil) != (o.Base == nil) ||
-		(c.Base != nil && *c.Base != *o.Base) {
+	if c.Name != o.Name || c.Comment != o.Comment || !c.Base.Equal(o.Base) {
 		return false
 	}
 	return slices.EqualFunc(c.Rules, o.Rules, func(a, b Rule) bool { return a.Text() == b.Text() })
