@@ -508,15 +508,11 @@ func (p *Planner) planNamespaceChains(ns string) {
 		c := &ruleset.Chain{Name: nsChain(d, ns), Comment: fmt.Sprintf("%s policies of namespace %s", d.long(), ns)}
 		isolated := false
 		for _, k := range keys {
-			pol := p.plans[k].pol
-			if (d == ingress && !pol.Ingress) || (d == egress && !pol.Egress) {
+			isolates, rules := side(p.plans[k].pol, d)
+			if !isolates {
 				continue
 			}
 			isolated = true
-			rules := pol.IngressRules
-			if d == egress {
-				rules = pol.EgressRules
-			}
 			if len(rules) == 0 {
 				continue // isolates, allows nothing
 			}
@@ -551,9 +547,7 @@ func (p *Planner) planDispatch() {
 		c := &ruleset.Chain{Name: dispatchChain(d),
 			Comment: "isolated local pods for " + d.long() + ": to their namespace's policies"}
 		for _, ns := range slices.Sorted(maps.Keys(p.plansByNS)) {
-			if !slices.ContainsFunc(slices.Collect(maps.Values(p.plansByNS[ns])), func(pp *policyPlan) bool {
-				return slices.Contains(pp.isolates(), d)
-			}) {
+			if !p.nsIsolates(ns, d) {
 				continue
 			}
 			for _, v6 := range p.fams.list() {
@@ -565,6 +559,17 @@ func (p *Planner) planDispatch() {
 		c.Rules = append(c.Rules, ruleset.Rule{Verdict: ruleset.Jump{Chain: ChainDeny}})
 		p.putChain(c)
 	}
+}
+
+// nsIsolates reports whether some policy of namespace ns isolates its pods
+// in direction d.
+func (p *Planner) nsIsolates(ns string, d direction) bool {
+	for _, pp := range p.plansByNS[ns] {
+		if isolates, _ := side(pp.pol, d); isolates {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *Planner) planLocalPod(pod *model.Pod) {

@@ -46,11 +46,7 @@ func planPolicy(pol *model.Policy, fams families) *policyPlan {
 		return s
 	}
 	for _, d := range []direction{ingress, egress} {
-		rules := pol.IngressRules
-		isolates := pol.Ingress
-		if d == egress {
-			rules, isolates = pol.EgressRules, pol.Egress
-		}
+		isolates, rules := side(pol, d)
 		if !isolates || len(rules) == 0 {
 			continue
 		}
@@ -181,6 +177,15 @@ func (pp *policyPlan) isolation(pod *model.Pod, node string) []setElem {
 		}
 	}
 	return out
+}
+
+// side returns whether pol isolates its pods in direction d, and its rules
+// for d.
+func side(pol *model.Policy, d direction) (isolates bool, rules []model.PolicyRule) {
+	if d == ingress {
+		return pol.Ingress, pol.IngressRules
+	}
+	return pol.Egress, pol.EgressRules
 }
 
 // isolates lists the directions the policy isolates.
