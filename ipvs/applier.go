@@ -104,7 +104,7 @@ func (a *applier) apply(p *Planner, res *Result) error {
 			return err
 		}
 	}
-	return a.reap(res.Changed)
+	return a.reap(res.Changed, nil)
 }
 
 func (a *applier) addVIP(addr netip.Addr) error {

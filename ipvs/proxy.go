@@ -194,7 +194,7 @@ func (p *Proxy) Drain(ctx context.Context) error {
 		return nil
 	}
 	p.applier.begin()
-	err := p.applier.reapAll()
+	err := p.applier.reapAll(nil)
 	stats := p.applier.end()
 	p.last = stats
 	p.metrics.observe("drain", stats, p.planner.InvalidPorts(), err)

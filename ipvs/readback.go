@@ -45,6 +45,7 @@ func (a *applier) repair(p *Planner) error {
 	}
 	old := a.prog
 	a.prog, a.draining, a.dests = map[VSKey]*progVS{}, map[VSKey]struct{}{}, 0
+	read := map[VSKey]map[Dest]uint32{} // connections per destination, for the reap below
 	for _, ks := range kernel {
 		if ks.FWMark != 0 {
 			continue
@@ -67,6 +68,7 @@ func (a *applier) repair(p *Planner) error {
 		if err != nil {
 			return fmt.Errorf("read destinations of %s: %w", k, err)
 		}
+		read[k] = connsOf(kds)
 		for _, kd := range kds {
 			d := Dest{Addr: kd.Address.Unmap(), Port: kd.Port}
 			pd := &progDest{weight: kd.Weight}
@@ -116,7 +118,7 @@ func (a *applier) repair(p *Planner) error {
 			}
 		}
 	}
-	return a.reapAll()
+	return a.reapAll(read)
 }
 
 // drainDeadline keeps the deadline of a destination that was already
