@@ -96,7 +96,7 @@ func (b *Bed) addNode(i int) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if err := h.AddrAdd(eth, nlAddr(n.IP, nodeSubnet.Bits())); err != nil {
+	if err := h.AddrAdd(eth, kerneltest.Addr(n.IP, nodeSubnet.Bits())); err != nil {
 		return nil, fmt.Errorf("%s: address: %w", name, err)
 	}
 	if err := h.LinkSetUp(eth); err != nil {
@@ -137,7 +137,7 @@ func missingPodRoutes(nodes []*Node) ([]string, error) {
 			if o == n {
 				continue
 			}
-			routes, err := n.h.RouteListFiltered(unix.AF_INET, &netlink.Route{Dst: ipNet(o.PodCIDR)}, netlink.RT_FILTER_DST)
+			routes, err := n.h.RouteListFiltered(unix.AF_INET, &netlink.Route{Dst: kerneltest.IPNet(o.PodCIDR)}, netlink.RT_FILTER_DST)
 			if err != nil {
 				return nil, fmt.Errorf("%s: list routes: %w", n.Name, err)
 			}
@@ -192,14 +192,6 @@ func splice(c net.Conn, target string, log *slog.Logger) {
 	<-done
 }
 
-func nlAddr(ip netip.Addr, bits int) *netlink.Addr {
-	return &netlink.Addr{IPNet: &net.IPNet{IP: ip.AsSlice(), Mask: net.CIDRMask(bits, ip.BitLen())}, Flags: unix.IFA_F_NODAD}
-}
-
-func ipNet(p netip.Prefix) *net.IPNet {
-	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
-}
-
 // ipPool hands out pod addresses of a node's CIDR, lowest free first.
 type ipPool struct {
 	prefix netip.Prefix
@@ -221,7 +213,3 @@ func (p *ipPool) get() (netip.Addr, error) {
 }
 
 func (p *ipPool) put(a netip.Addr) { delete(p.used, a) }
-
-func netipPrefix32(p *Pod) netip.Prefix { return netip.PrefixFrom(p.IP, 32) }
-
-func netipPrefixOf(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }

@@ -48,13 +48,13 @@ func (b *Bed) addPodNet(n *Node, p *Pod) (_ *podNet, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("pod %s: %w", p.key(), err)
 	}
-	if err := n.h.AddrAdd(host, nlAddr(podGateway, 32)); err != nil {
+	if err := n.h.AddrAdd(host, kerneltest.Addr(podGateway, 32)); err != nil {
 		return nil, fmt.Errorf("pod %s: gateway address: %w", p.key(), err)
 	}
 	if err := n.h.LinkSetUp(host); err != nil {
 		return nil, fmt.Errorf("pod %s: veth up: %w", p.key(), err)
 	}
-	if err := n.h.RouteAdd(&netlink.Route{LinkIndex: host.Attrs().Index, Dst: ipNet(netipPrefix32(p)), Scope: netlink.SCOPE_LINK}); err != nil {
+	if err := n.h.RouteAdd(&netlink.Route{LinkIndex: host.Attrs().Index, Dst: kerneltest.HostNet(p.IP), Scope: netlink.SCOPE_LINK}); err != nil {
 		return nil, fmt.Errorf("pod %s: route: %w", p.key(), err)
 	}
 	ph, err := netlink.NewHandleAt(ns)
@@ -70,10 +70,10 @@ func (b *Bed) addPodNet(n *Node, p *Pod) (_ *podNet, err error) {
 		what string
 		fn   func() error
 	}{
-		{"address", func() error { return ph.AddrAdd(eth, nlAddr(p.IP, 32)) }},
+		{"address", func() error { return ph.AddrAdd(eth, kerneltest.Addr(p.IP, 32)) }},
 		{"eth0 up", func() error { return ph.LinkSetUp(eth) }},
 		{"gateway route", func() error {
-			return ph.RouteAdd(&netlink.Route{LinkIndex: eth.Attrs().Index, Dst: ipNet(netipPrefixOf(podGateway)), Scope: netlink.SCOPE_LINK})
+			return ph.RouteAdd(&netlink.Route{LinkIndex: eth.Attrs().Index, Dst: kerneltest.HostNet(podGateway), Scope: netlink.SCOPE_LINK})
 		}},
 		{"default route", func() error {
 			return ph.RouteAdd(&netlink.Route{LinkIndex: eth.Attrs().Index, Gw: podGateway.AsSlice(),

@@ -21,7 +21,6 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
 )
@@ -103,7 +102,7 @@ func NewBridgeNode(t testing.TB, cidrs ...netip.Prefix) *Node {
 	}
 	for _, c := range cidrs {
 		c = c.Masked()
-		if err := n.h.AddrAdd(link, addr(c.Addr().Next(), c.Bits())); err != nil {
+		if err := n.h.AddrAdd(link, kerneltest.Addr(c.Addr().Next(), c.Bits())); err != nil {
 			t.Fatalf("bridge %s: gateway of %s: %v", BridgeName, c, err)
 		}
 	}
@@ -148,11 +147,11 @@ func (n *Node) AddPod(name string, ips ...netip.Addr) *Pod {
 			t.Fatalf("pod %s: %s: %v", name, what, err)
 		}
 	}
-	must("node veth gateway v4", n.h.AddrAdd(host, addr(Gateway4, 32)))
-	must("node veth gateway v6", n.h.AddrAdd(host, addr(Gateway6, 64)))
+	must("node veth gateway v4", n.h.AddrAdd(host, kerneltest.Addr(Gateway4, 32)))
+	must("node veth gateway v6", n.h.AddrAdd(host, kerneltest.Addr(Gateway6, 64)))
 	must("node veth up", n.h.LinkSetUp(host))
 	for _, ip := range ips {
-		must("route to pod", n.h.RouteAdd(&netlink.Route{LinkIndex: host.Attrs().Index, Dst: prefix(ip), Scope: netlink.SCOPE_LINK}))
+		must("route to pod", n.h.RouteAdd(&netlink.Route{LinkIndex: host.Attrs().Index, Dst: kerneltest.HostNet(ip), Scope: netlink.SCOPE_LINK}))
 	}
 	ph, err := netlink.NewHandleAt(pns)
 	must("netlink handle in pod namespace", err)
@@ -160,11 +159,11 @@ func (n *Node) AddPod(name string, ips ...netip.Addr) *Pod {
 	eth, err := ph.LinkByName("eth0")
 	must("pod eth0", err)
 	for _, ip := range ips {
-		must("pod address", ph.AddrAdd(eth, addr(ip, ip.BitLen())))
+		must("pod address", ph.AddrAdd(eth, kerneltest.Addr(ip, ip.BitLen())))
 	}
 	must("pod eth0 up", ph.LinkSetUp(eth))
 	idx := eth.Attrs().Index
-	must("pod route to gateway", ph.RouteAdd(&netlink.Route{LinkIndex: idx, Dst: prefix(Gateway4), Scope: netlink.SCOPE_LINK}))
+	must("pod route to gateway", ph.RouteAdd(&netlink.Route{LinkIndex: idx, Dst: kerneltest.HostNet(Gateway4), Scope: netlink.SCOPE_LINK}))
 	must("pod default route v4", ph.RouteAdd(&netlink.Route{LinkIndex: idx, Gw: net.IP(Gateway4.AsSlice()),
 		Dst: &net.IPNet{IP: net.IPv4zero, Mask: net.CIDRMask(0, 32)}}))
 	must("pod default route v6", ph.RouteAdd(&netlink.Route{LinkIndex: idx, Gw: net.IP(Gateway6.AsSlice()),
@@ -202,7 +201,7 @@ func (n *Node) addBridgedPod(name string, ips []netip.Addr) *Pod {
 		if !ok {
 			t.Fatalf("pod %s: address %s is in no pod CIDR of the bridge (%v)", name, ip, n.cidrs)
 		}
-		must("pod address", ph.AddrAdd(eth, addr(ip, c.Bits())))
+		must("pod address", ph.AddrAdd(eth, kerneltest.Addr(ip, c.Bits())))
 		cidrs = append(cidrs, c)
 	}
 	must("pod eth0 up", ph.LinkSetUp(eth))
@@ -211,13 +210,4 @@ func (n *Node) addBridgedPod(name string, ips []netip.Addr) *Pod {
 			Dst: &net.IPNet{IP: make(net.IP, c.Addr().BitLen()/8), Mask: net.CIDRMask(0, c.Addr().BitLen())}}))
 	}
 	return p
-}
-
-func addr(ip netip.Addr, bits int) *netlink.Addr {
-	// No duplicate address detection: a tentative IPv6 address cannot be used.
-	return &netlink.Addr{IPNet: &net.IPNet{IP: ip.AsSlice(), Mask: net.CIDRMask(bits, ip.BitLen())}, Flags: unix.IFA_F_NODAD}
-}
-
-func prefix(ip netip.Addr) *net.IPNet {
-	return &net.IPNet{IP: ip.AsSlice(), Mask: net.CIDRMask(ip.BitLen(), ip.BitLen())}
 }
