@@ -2,10 +2,13 @@ package bgp
 
 import (
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 
 	"github.com/nfrouter/nfrouter/model"
+	"github.com/nfrouter/nfrouter/model/modeltest"
 )
 
 func addrs(s ...string) []netip.Addr {
@@ -140,5 +143,57 @@ func TestAdvertisePodCIDRFlag(t *testing.T) {
 	d, _ := a.Update(&model.State{Nodes: nodes(node("n1", "10.0.0.1", nil, "10.244.1.0/24"))}, &model.Changes{Full: true})
 	if !d.Empty() {
 		t.Errorf("--advertise-pod-cidr=false advertised %v", d.Add)
+	}
+}
+
+// TestIgnoreFollowsIncrementalUpdates: after any sequence of model changes,
+// the router's Ignore set, updated only for the prefixes of each update's
+// deltas, is every VIP and every prefix the node originates.
+func TestIgnoreFollowsIncrementalUpdates(t *testing.T) {
+	r := &Router{adv: NewAdvertiser("n1", AdvertiseFlags{PodCIDR: true, ClusterIP: true, ExternalIP: true}),
+		cluster: newClusterPrefixes(), env: RouteEnv{Ignore: map[netip.Prefix]bool{}}}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	pick := func(pool ...string) []netip.Addr { return addrs(pool[rnd.IntN(len(pool))]) }
+	random := func() *model.State {
+		// A pod CIDR may be a VIP's /32 too, so that both sources share prefixes.
+		st := &model.State{Nodes: nodes(node("n1", "10.0.0.1", nil, []string{"10.244.1.0/24", "10.96.0.1/32"}[rnd.IntN(2)])),
+			ServicePorts: map[model.ServicePortKey]*model.ServicePort{}, Endpoints: map[model.ServicePortKey]model.Endpoints{}}
+		for _, name := range []string{"a", "b", "c"} {
+			if rnd.IntN(4) == 0 {
+				continue
+			}
+			sp := svcPort(name, func(sp *model.ServicePort) {
+				sp.ClusterIPs = pick("10.96.0.1", "10.96.0.2", "fd00:96::1")
+				sp.ExternalIPs, sp.LoadBalancerIPs = pick("203.0.113.1", "10.96.0.2"), nil
+				sp.InternalTrafficLocal = rnd.IntN(2) == 0
+			})
+			st.ServicePorts[sp.Key] = sp
+			if rnd.IntN(2) == 0 {
+				st.Endpoints[sp.Key] = localEndpoint("n1")
+			}
+		}
+		return st
+	}
+	prev := &model.State{}
+	for i := range 500 {
+		next := random()
+		changes := modeltest.ServiceChanges(prev, next)
+		if i == 0 {
+			changes = &model.Changes{Full: true}
+		}
+		delta, _ := r.adv.Update(next, changes)
+		_, _, vipsChanged := r.cluster.update(next, changes)
+		r.updateIgnore(delta.Add, delta.Withdraw, vipsChanged)
+		want := map[netip.Prefix]bool{}
+		for p := range r.cluster.vips {
+			want[p] = true
+		}
+		for p := range r.adv.count {
+			want[p] = true
+		}
+		if !maps.Equal(r.env.Ignore, want) {
+			t.Fatalf("step %d: Ignore = %v, want %v", i, r.env.Ignore, want)
+		}
+		prev = next
 	}
 }

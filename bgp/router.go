@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/netip"
 	"sync"
 
@@ -120,26 +119,26 @@ func (r *Router) Sync(ctx context.Context, state *model.State, changes *model.Ch
 	if err := r.speaker.Advertise(ctx, delta); err != nil {
 		errs = append(errs, err)
 	}
-	added, removed := r.cluster.update(state, changes)
+	added, removed, vipsChanged := r.cluster.update(state, changes)
 	if err := r.speaker.SetClusterPrefixes(ctx, added, removed); err != nil {
 		errs = append(errs, err)
 	}
 	r.metrics.pathsAdvertised.Set(float64(len(r.adv.count)))
 
-	// What we must not route may have changed; re-plan the known best paths
-	// (in memory; the kernel sees only differences).
-	ignore := maps.Clone(r.cluster.vips)
-	oldIgnore := r.env.Ignore
-	r.env.Ignore = map[netip.Prefix]bool{}
-	for p := range ignore {
-		r.env.Ignore[p] = true
-	}
-	for p := range r.adv.count {
-		r.env.Ignore[p] = true
-	}
-	if nodesChanged || !maps.Equal(oldIgnore, r.env.Ignore) {
+	// What we must not route (VIPs and what we originate) changes only for
+	// the prefixes of this update's deltas: re-plan their best paths, or
+	// every best path when the nodes changed (in memory; the kernel sees only
+	// differences).
+	ignoreChanged := r.updateIgnore(delta.Add, delta.Withdraw, vipsChanged)
+	if nodesChanged {
 		for p := range r.best {
 			r.applyPrefix(p)
+		}
+	} else {
+		for _, p := range ignoreChanged {
+			if _, ok := r.best[p]; ok {
+				r.applyPrefix(p)
+			}
 		}
 	}
 	if changes.Full {
@@ -149,6 +148,28 @@ func (r *Router) Sync(ctx context.Context, state *model.State, changes *model.Ch
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// updateIgnore brings r.env.Ignore up to date for the given prefixes, the
+// only ones whose VIP or origination count may have gone to or from zero, and
+// returns those whose entry changed. r.mu is held.
+func (r *Router) updateIgnore(candidates ...[]netip.Prefix) []netip.Prefix {
+	var changed []netip.Prefix
+	for _, list := range candidates {
+		for _, p := range list {
+			ignore := r.cluster.vips[p] > 0 || r.adv.count[p] > 0
+			if ignore == r.env.Ignore[p] {
+				continue
+			}
+			if ignore {
+				r.env.Ignore[p] = true
+			} else {
+				delete(r.env.Ignore, p)
+			}
+			changed = append(changed, p)
+		}
+	}
+	return changed
 }
 
 func (r *Router) startSpeaker(plan PeerPlan) error {

@@ -21,13 +21,16 @@ func newClusterPrefixes() *clusterPrefixes {
 }
 
 // update recomputes the changed nodes and service ports and returns the
-// prefixes that appeared and disappeared.
-func (c *clusterPrefixes) update(state *model.State, changes *model.Changes) (added, removed []netip.Prefix) {
+// prefixes that appeared and disappeared, and those that became or stopped
+// being a VIP (possibly both in one update).
+func (c *clusterPrefixes) update(state *model.State, changes *model.Changes) (added, removed, vipsChanged []netip.Prefix) {
 	set := func(src any, want []netip.Prefix, vip bool) {
 		old := c.bySource[src]
 		for _, p := range want {
 			if vip {
-				c.vips[p]++
+				if c.vips[p]++; c.vips[p] == 1 {
+					vipsChanged = append(vipsChanged, p)
+				}
 			}
 			if c.count[p]++; c.count[p] == 1 {
 				added = append(added, p)
@@ -37,6 +40,7 @@ func (c *clusterPrefixes) update(state *model.State, changes *model.Changes) (ad
 			if vip {
 				if c.vips[p]--; c.vips[p] == 0 {
 					delete(c.vips, p)
+					vipsChanged = append(vipsChanged, p)
 				}
 			}
 			if c.count[p]--; c.count[p] == 0 {
@@ -94,7 +98,8 @@ func (c *clusterPrefixes) update(state *model.State, changes *model.Changes) (ad
 	}
 	// A prefix both added and removed in one update (moved between sources)
 	// is neither.
-	return cancelOut(added, removed)
+	added, removed = cancelOut(added, removed)
+	return added, removed, vipsChanged
 }
 
 func cancelOut(added, removed []netip.Prefix) ([]netip.Prefix, []netip.Prefix) {
