@@ -6,6 +6,7 @@ import (
 	"github.com/nfrouter/nfrouter/integration/netnstest"
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
 	"github.com/nfrouter/nfrouter/model"
+	"github.com/nfrouter/nfrouter/model/modeltest"
 	"github.com/nfrouter/nfrouter/nft/egress"
 	"github.com/nfrouter/nfrouter/nft/ruleset"
 )
@@ -40,9 +41,9 @@ func TestKernelPodEgress(t *testing.T) {
 	serveSource(t, b.NS, port)
 	serveSource(t, pb.NS, port)
 
-	nodeA := &model.Node{Name: "node-a", InternalIPs: addrsOf("192.168.1.10", "fd00:1::10"),
+	nodeA := &model.Node{Name: "node-a", InternalIPs: modeltest.Addrs("192.168.1.10", "fd00:1::10"),
 		PodCIDRs: prefixesOf("10.244.0.0/24", "fd00:244::/64")}
-	nodeB := &model.Node{Name: "node-b", InternalIPs: addrsOf("192.168.1.11", "fd00:1::11"),
+	nodeB := &model.Node{Name: "node-b", InternalIPs: modeltest.Addrs("192.168.1.11", "fd00:1::11"),
 		PodCIDRs: prefixesOf("10.244.1.0/24", "fd00:244:0:1::/64")}
 	both := &model.State{Nodes: map[string]*model.Node{"node-a": nodeA, "node-b": nodeB}}
 	onlyA := &model.State{Nodes: map[string]*model.Node{"node-a": nodeA}}

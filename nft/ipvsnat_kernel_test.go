@@ -10,6 +10,7 @@ import (
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
 	"github.com/nfrouter/nfrouter/ipvs"
 	"github.com/nfrouter/nfrouter/model"
+	"github.com/nfrouter/nfrouter/model/modeltest"
 	"github.com/nfrouter/nfrouter/nft/ruleset"
 )
 
@@ -57,17 +58,17 @@ func newNATCluster(t *testing.T) *natCluster {
 	nftIn(t, node.NS, ipvsStandIn, "-f", "-")
 
 	web := &model.ServicePort{Key: model.ServicePortKey{Namespace: "default", Name: "web", Port: "http", Protocol: model.TCP},
-		ClusterIPs: addrsOf("10.96.0.10", "fd00:96::10"), Port: 80}
+		ClusterIPs: modeltest.Addrs("10.96.0.10", "fd00:96::10"), Port: 80}
 	alt := *web
 	alt.Key.Port, alt.Port = "alt", 82
 	pin := &model.ServicePort{Key: model.ServicePortKey{Namespace: "default", Name: "pin", Protocol: model.TCP},
-		ClusterIPs: addrsOf("10.96.0.11"), Port: 80, Options: model.ProxyOptions{Hairpin: true}}
+		ClusterIPs: modeltest.Addrs("10.96.0.11"), Port: 80, Options: model.ProxyOptions{Hairpin: true}}
 	backend := model.Endpoints{{Addr: netip.MustParseAddr("10.244.0.3"), Port: 8080, Node: "node-a",
 		EndpointConditions: model.EndpointConditions{Ready: true, Serving: true}}}
 	c.state = &model.State{
 		ServicePorts: map[model.ServicePortKey]*model.ServicePort{web.Key: web, alt.Key: &alt, pin.Key: pin},
 		Endpoints:    map[model.ServicePortKey]model.Endpoints{web.Key: backend, pin.Key: backend},
-		Nodes: map[string]*model.Node{"node-a": {Name: "node-a", InternalIPs: addrsOf("198.51.100.1"),
+		Nodes: map[string]*model.Node{"node-a": {Name: "node-a", InternalIPs: modeltest.Addrs("198.51.100.1"),
 			PodCIDRs: prefixesOf("10.244.0.0/24")}},
 	}
 	return c

@@ -161,14 +161,6 @@ func normalizeTable(text string) string {
 	return header + "\n" + normalize(rest)
 }
 
-func addrsOf(ss ...string) []netip.Addr {
-	var out []netip.Addr
-	for _, s := range ss {
-		out = append(out, netip.MustParseAddr(s))
-	}
-	return out
-}
-
 func prefixesOf(ss ...string) []netip.Prefix {
 	var out []netip.Prefix
 	for _, s := range ss {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
 	"github.com/nfrouter/nfrouter/model"
+	"github.com/nfrouter/nfrouter/model/modeltest"
 )
 
 // genServices makes n ClusterIP services (10.96.0.0/16) with k ready
@@ -20,7 +21,7 @@ import (
 func genServices(n, k int) *model.State {
 	st := &model.State{ServicePorts: map[model.ServicePortKey]*model.ServicePort{},
 		Endpoints: map[model.ServicePortKey]model.Endpoints{},
-		Nodes: map[string]*model.Node{"node-a": {Name: "node-a", InternalIPs: addrsOf("192.168.1.10"),
+		Nodes: map[string]*model.Node{"node-a": {Name: "node-a", InternalIPs: modeltest.Addrs("192.168.1.10"),
 			PodCIDRs: prefixesOf("10.0.0.0/8")}}}
 	for i := range n {
 		key := model.ServicePortKey{Namespace: "ns" + strconv.Itoa(i%100), Name: "svc" + strconv.Itoa(i), Protocol: model.TCP}

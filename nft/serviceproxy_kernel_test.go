@@ -3,19 +3,20 @@ package nft
 import (
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-
 	"github.com/nfrouter/nfrouter/integration/netnstest"
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
 	"github.com/nfrouter/nfrouter/model"
+	"github.com/nfrouter/nfrouter/model/modeltest"
 	"github.com/nfrouter/nfrouter/nft/internal/fixture"
 	"github.com/nfrouter/nfrouter/nft/internal/svcfixture"
 	"github.com/nfrouter/nfrouter/nft/ruleset"
@@ -63,7 +64,7 @@ const svcPort = 8080
 func newSvcBed(t *testing.T, firewall bool) *svcBed {
 	node := netnstest.NewNode(t)
 	bed := &svcBed{node: node, st: fixture.New(), backends: map[string]*netnstest.Pod{},
-		nodeIPs: addrsOf("192.168.50.1", "fd00:50::1")}
+		nodeIPs: modeltest.Addrs("192.168.50.1", "fd00:50::1")}
 	bed.st.ServicePorts = map[model.ServicePortKey]*model.ServicePort{}
 	bed.st.Endpoints = map[model.ServicePortKey]model.Endpoints{}
 	bed.st.Nodes["node-a"] = &model.Node{Name: "node-a", InternalIPs: bed.nodeIPs,
@@ -81,16 +82,9 @@ func newSvcBed(t *testing.T, firewall bool) *svcBed {
 		serveIdentity(t, p, svcPort)
 		bed.backends[name] = p
 	}
-	bed.outside = node.AddPod("outside", addrsOf("192.168.50.2", "fd00:50::2")...)
-	h := kerneltest.Handle(t, node.NS)
-	lo, err := h.LinkByName("lo")
-	if err != nil {
-		t.Fatal(err)
-	}
+	bed.outside = node.AddPod("outside", modeltest.Addrs("192.168.50.2", "fd00:50::2")...)
 	for _, a := range bed.nodeIPs {
-		if err := h.AddrAdd(lo, &netlink.Addr{IPNet: &net.IPNet{IP: a.AsSlice(), Mask: net.CIDRMask(a.BitLen(), a.BitLen())}, Flags: 0x2 /* IFA_F_NODAD */}); err != nil {
-			t.Fatal(err)
-		}
+		addToLoopback(t, node.NS, netip.PrefixFrom(a, a.BitLen()).String())
 	}
 	// The outside namespace is the node's upstream router too, as a real
 	// node has a default route: without one, a service address that is
@@ -130,7 +124,7 @@ func (bed *svcBed) endpointsOf(names ...string) model.Endpoints {
 		}
 	}
 	// The model keeps endpoints sorted.
-	slicesSortEndpoints(eps)
+	slices.SortFunc(eps, func(a, b model.Endpoint) int { return a.Addr.Compare(b.Addr) })
 	return eps
 }
 
@@ -139,8 +133,8 @@ func (bed *svcBed) endpointsOf(names ...string) model.Endpoints {
 func (bed *svcBed) setService(t *testing.T, sp *model.ServicePort, eps model.Endpoints) Stats {
 	t.Helper()
 	next := bed.st.Clone()
-	next.ServicePorts = cloneMap(bed.st.ServicePorts)
-	next.Endpoints = cloneMap(bed.st.Endpoints)
+	next.ServicePorts = maps.Clone(bed.st.ServicePorts)
+	next.Endpoints = maps.Clone(bed.st.Endpoints)
 	next.ServicePorts[sp.Key] = sp
 	if len(eps) == 0 {
 		delete(next.Endpoints, sp.Key)
@@ -152,22 +146,6 @@ func (bed *svcBed) setService(t *testing.T, sp *model.ServicePort, eps model.End
 	ch.Endpoints.Add(sp.Key)
 	bed.st = next
 	return syncOK(t, bed.b, bed.st.State, ch)
-}
-
-func cloneMap[K comparable, V any](m map[K]V) map[K]V {
-	out := make(map[K]V, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-func slicesSortEndpoints(eps model.Endpoints) {
-	for i := 1; i < len(eps); i++ {
-		for j := i; j > 0 && eps[j].Addr.Less(eps[j-1].Addr); j-- {
-			eps[j], eps[j-1] = eps[j-1], eps[j]
-		}
-	}
 }
 
 // serveIdentity makes the pod answer TCP connections and UDP datagrams on
