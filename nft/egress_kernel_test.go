@@ -37,9 +37,9 @@ func TestKernelPodEgress(t *testing.T) {
 	routeVia(t, outside, "198.51.100.1", "10.244.0.0/16")
 	routeVia(t, outside, "2001:db8::1", "fd00:244::/48")
 	const port = 8080
-	serveSource(t, outside, port)
-	serveSource(t, b.NS, port)
-	serveSource(t, pb.NS, port)
+	serveIdentity(t, outside, "outside", port)
+	serveIdentity(t, b.NS, "node-b", port)
+	serveIdentity(t, pb.NS, pb.Name, port)
 
 	nodeA := &model.Node{Name: "node-a", InternalIPs: modeltest.Addrs("192.168.1.10", "fd00:1::10"),
 		PodCIDRs: prefixesOf("10.244.0.0/24", "fd00:244::/64")}

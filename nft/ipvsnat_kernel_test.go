@@ -52,9 +52,9 @@ func newNATCluster(t *testing.T) *natCluster {
 	wire(t, node.NS, c.outside, "uplink", "eth0", []string{"198.51.100.1/24"}, []string{"198.51.100.2/24"})
 	routeVia(t, c.outside, "198.51.100.1", "10.96.0.0/12", "10.244.0.0/16")
 	addToLoopback(t, node.NS, "10.96.0.10/32")
-	serveSource(t, c.backend.NS, 8080)
-	serveSource(t, node.NS, 81)
-	serveSource(t, node.NS, 82)
+	serveIdentity(t, c.backend.NS, c.backend.Name, 8080)
+	serveIdentity(t, node.NS, "node", 81)
+	serveIdentity(t, node.NS, "node", 82)
 	nftIn(t, node.NS, ipvsStandIn, "-f", "-")
 
 	web := &model.ServicePort{Key: model.ServicePortKey{Namespace: "default", Name: "web", Port: "http", Protocol: model.TCP},
@@ -130,7 +130,7 @@ func TestKernelIPVSNATDropsOtherPorts(t *testing.T) {
 		if !want {
 			timeout = netnstest.ProbeTimeout
 		}
-		_, err := sourceSeen(t, c.client.NS, dst, port, timeout)
+		_, _, err := ask(c.client.NS, "tcp", netip.AddrPortFrom(dst, uint16(port)), timeout)
 		if got := err == nil; got != want {
 			t.Errorf("%s: connection to %s port %d: connected=%v (%v), want %v", stage, dst, port, got, err, want)
 		}
@@ -160,7 +160,7 @@ func TestKernelIPVSNATHairpin(t *testing.T) {
 			wantSource(t, stage, c.backend.NS, dst, 80, podGateway)
 			return
 		}
-		if seen, err := sourceSeen(t, c.backend.NS, dst, 80, netnstest.ProbeTimeout); err == nil {
+		if _, seen, err := ask(c.backend.NS, "tcp", netip.AddrPortFrom(dst, 80), netnstest.ProbeTimeout); err == nil {
 			t.Errorf("%s: connection to %s succeeded (source seen %s), want none", stage, dst, seen)
 		}
 	}

@@ -2,10 +2,8 @@ package nft
 
 import (
 	"bytes"
-	"io"
 	"net"
 	"net/netip"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +19,8 @@ import (
 )
 
 // Helpers of the NAT kernel tests (pod egress, IPVS NAT): links between
-// namespaces, and a server that answers with the source address it sees.
+// namespaces, and what a connection's source looks like to the server
+// (serveIdentity's answer).
 
 // wire joins namespaces a and b with a veth pair named aIf/bIf and gives
 // each end its addresses (CIDR notation, IPv6 without duplicate address
@@ -69,61 +68,11 @@ func routeVia(t testing.TB, ns netns.NsHandle, gw string, dsts ...string) {
 	}
 }
 
-// serveSource makes ns answer every TCP connection on port (any address,
-// both families) with the source address the connection came from.
-func serveSource(t testing.TB, ns netns.NsHandle, port int) {
-	t.Helper()
-	err := kerneltest.Do(ns, func() error {
-		l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
-		if err != nil {
-			return err
-		}
-		t.Cleanup(func() { l.Close() })
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				ap := netip.MustParseAddrPort(c.RemoteAddr().String())
-				c.Write([]byte(ap.Addr().Unmap().String()))
-				c.Close()
-			}
-		}()
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("serve source addresses on %d: %v", port, err)
-	}
-}
-
-// sourceSeen connects from ns to dst:port and returns the source address
-// the server saw; an invalid address when the connection fails.
-func sourceSeen(t testing.TB, ns netns.NsHandle, dst netip.Addr, port int, timeout time.Duration) (netip.Addr, error) {
-	t.Helper()
-	var seen netip.Addr
-	err := kerneltest.Do(ns, func() error {
-		c, err := net.DialTimeout("tcp", netip.AddrPortFrom(dst, uint16(port)).String(), timeout)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(timeout))
-		b, err := io.ReadAll(c)
-		if err != nil {
-			return err
-		}
-		seen, err = netip.ParseAddr(string(b))
-		return err
-	})
-	return seen, err
-}
-
 // wantSource fails the test unless a connection from ns to dst:port
 // arrives with source want.
 func wantSource(t testing.TB, what string, ns netns.NsHandle, dst netip.Addr, port int, want netip.Addr) {
 	t.Helper()
-	got, err := sourceSeen(t, ns, dst, port, netnstest.AllowedTimeout)
+	_, got, err := ask(ns, "tcp", netip.AddrPortFrom(dst, uint16(port)), netnstest.AllowedTimeout)
 	if err != nil {
 		t.Errorf("%s: connect to %s port %d: %v", what, dst, port, err)
 		return

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netns"
+
 	"github.com/nfrouter/nfrouter/integration/netnstest"
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
 	"github.com/nfrouter/nfrouter/model"
@@ -79,7 +81,7 @@ func newSvcBed(t *testing.T, firewall bool) *svcBed {
 	bed.client = pod("client", 2, map[string]string{"role": "client"})
 	for i, name := range []string{"b1", "b2", "b3"} {
 		p := pod(name, 11+i, map[string]string{"app": "web"})
-		serveIdentity(t, p, svcPort)
+		serveIdentity(t, p.NS, name, svcPort)
 		bed.backends[name] = p
 	}
 	bed.outside = node.AddPod("outside", modeltest.Addrs("192.168.50.2", "fd00:50::2")...)
@@ -148,15 +150,15 @@ func (bed *svcBed) setService(t *testing.T, sp *model.ServicePort, eps model.End
 	return syncOK(t, bed.b, bed.st.State, ch)
 }
 
-// serveIdentity makes the pod answer TCP connections and UDP datagrams on
-// port (both families) with "<name> <source address it sees>".
-func serveIdentity(t testing.TB, p *netnstest.Pod, port int) {
+// serveIdentity makes ns answer TCP connections and UDP datagrams on port
+// (both families) with "<name> <source address it sees>".
+func serveIdentity(t testing.TB, ns netns.NsHandle, name string, port int) {
 	t.Helper()
 	answer := func(from net.Addr) []byte {
 		ap := netip.MustParseAddrPort(from.String())
-		return []byte(p.Name + " " + ap.Addr().Unmap().String())
+		return []byte(name + " " + ap.Addr().Unmap().String())
 	}
-	err := kerneltest.Do(p.NS, func() error {
+	err := kerneltest.Do(ns, func() error {
 		l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
 		if err != nil {
 			return err
@@ -190,14 +192,14 @@ func serveIdentity(t testing.TB, p *netnstest.Pod, port int) {
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("pod %s: serve identity on %d: %v", p.Name, port, err)
+		t.Fatalf("%s: serve identity on %d: %v", name, port, err)
 	}
 }
 
-// ask connects from ns to dst and returns who answered and the source
-// address it saw.
-func ask(p *netnstest.Pod, protocol string, dst netip.AddrPort, timeout time.Duration) (name string, seen netip.Addr, err error) {
-	err = kerneltest.Do(p.NS, func() error {
+// ask connects from ns to dst and returns who answered (serveIdentity's
+// name) and the source address it saw.
+func ask(ns netns.NsHandle, protocol string, dst netip.AddrPort, timeout time.Duration) (name string, seen netip.Addr, err error) {
+	err = kerneltest.Do(ns, func() error {
 		c, err := net.DialTimeout(protocol, dst.String(), timeout)
 		if err != nil {
 			return err
@@ -222,8 +224,9 @@ func ask(p *netnstest.Pod, protocol string, dst netip.AddrPort, timeout time.Dur
 		if !ok {
 			return errors.New("malformed answer " + string(b))
 		}
-		name, seen = n, netip.MustParseAddr(a)
-		return nil
+		name = n
+		seen, err = netip.ParseAddr(a)
+		return err
 	})
 	return name, seen, err
 }
@@ -231,7 +234,7 @@ func ask(p *netnstest.Pod, protocol string, dst netip.AddrPort, timeout time.Dur
 // mustAsk is ask that fails the test on an error.
 func mustAsk(t *testing.T, p *netnstest.Pod, protocol string, dst netip.AddrPort) (string, netip.Addr) {
 	t.Helper()
-	name, seen, err := ask(p, protocol, dst, netnstest.AllowedTimeout)
+	name, seen, err := ask(p.NS, protocol, dst, netnstest.AllowedTimeout)
 	if err != nil {
 		t.Fatalf("%s -> %s %s: %v", p.Name, protocol, dst, err)
 	}
@@ -321,7 +324,7 @@ func TestKernelServiceProxyTraffic(t *testing.T) {
 			// IPv6 the client acts only on the one answering the
 			// retransmitted SYN, about 1 s later; IPv4 on the first.)
 			start := time.Now()
-			_, _, err := ask(bed.client, "tcp", netip.AddrPortFrom(vip, 80), netnstest.AllowedTimeout)
+			_, _, err := ask(bed.client.NS, "tcp", netip.AddrPortFrom(vip, 80), netnstest.AllowedTimeout)
 			if !errors.Is(err, syscall.ECONNREFUSED) {
 				t.Errorf("%s: %v, want connection refused", vip, err)
 			}
@@ -391,7 +394,7 @@ spec:
 	}
 	setPolicy("nobody")
 	for _, vip := range []netip.Addr{vip4, vip6} {
-		if _, _, err := ask(bed.client, "tcp", netip.AddrPortFrom(vip, 80), netnstest.ProbeTimeout); err == nil {
+		if _, _, err := ask(bed.client.NS, "tcp", netip.AddrPortFrom(vip, 80), netnstest.ProbeTimeout); err == nil {
 			t.Errorf("%s: connected through the service although a policy denies the client", vip)
 		}
 	}
