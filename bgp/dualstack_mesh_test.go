@@ -12,38 +12,7 @@ import (
 
 	"github.com/nfrouter/nfrouter/integration/netnstest"
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
-	"github.com/nfrouter/nfrouter/model"
 )
-
-// newDualStackMesh makes n dual-stack nodes on one LAN: node i at 10.0.0.i/24
-// and fd00:0:1::i/64 with pod CIDRs 10.244.i.0/24 and fd00:244:i::/64, and a
-// pod at .10 of each.
-func newDualStackMesh(t *testing.T, n int) *mesh {
-	kerneltest.RequireRoot(t)
-	sw := newSwitch(t)
-	m := &mesh{t: t, sw: sw, children: map[string]*child{}}
-	for i := 1; i <= n; i++ {
-		name := fmt.Sprintf("node%d", i)
-		addr := netip.MustParsePrefix(fmt.Sprintf("10.0.0.%d/24", i))
-		addr6 := netip.MustParsePrefix(fmt.Sprintf("fd00:0:1::%d/64", i))
-		cidr := netip.MustParsePrefix(fmt.Sprintf("10.244.%d.0/24", i))
-		cidr6 := netip.MustParsePrefix(fmt.Sprintf("fd00:244:%d::/64", i))
-		tn := newTestNode(t, name, addr, cidr, cidr6)
-		tn.addr6, tn.cidr6 = addr6.Addr(), cidr6
-		plug(t, sw, "port"+name, tn.ns.NS, addr)
-		eth, err := tn.h.LinkByName("eth0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tn.h.AddrAdd(eth, nodadAddr(addr6)); err != nil {
-			t.Fatalf("%s: add %s: %v", name, addr6, err)
-		}
-		m.nodes = append(m.nodes, tn)
-		m.state.Nodes = append(m.state.Nodes, &model.Node{Name: name,
-			InternalIPs: []netip.Addr{addr.Addr(), addr6.Addr()}, PodCIDRs: []netip.Prefix{cidr, cidr6}})
-	}
-	return m
-}
 
 // route6 describes node n's route to dst: "proto N via GW", or "" when there
 // is none.
@@ -142,19 +111,7 @@ func TestBIRDInteropDualStack(t *testing.T) {
 	n1, n2 := m.nodes[0], m.nodes[1]
 	upstream, upstream6 := netip.MustParseAddr("10.0.0.254"), netip.MustParseAddr("fd00:0:1::fe")
 	birdNS := kerneltest.NewNetNS(t)
-	plug(t, m.sw, "portbird", birdNS, netip.PrefixFrom(upstream, 24))
-	h, err := netlink.NewHandleAt(birdNS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	eth, err := h.LinkByName("eth0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.AddrAdd(eth, nodadAddr(netip.PrefixFrom(upstream6, 64))); err != nil {
-		t.Fatal(err)
-	}
+	plug(t, m.sw, "portbird", birdNS, netip.PrefixFrom(upstream, 24), netip.PrefixFrom(upstream6, 64))
 	show := startBIRD(t, birdNS, `router id 10.0.0.254;
 protocol device {}
 protocol static { ipv4; route 192.0.2.0/24 unreachable; }

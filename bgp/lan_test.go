@@ -46,15 +46,15 @@ func newSwitch(t *testing.T) *netlink.Handle {
 	return h
 }
 
-// plug connects namespace ns to the switch as eth0 with address addr.
-func plug(t *testing.T, sw *netlink.Handle, port string, ns netns.NsHandle, addr netip.Prefix) {
+// plug connects namespace ns to the switch as eth0 with addresses addrs.
+func plug(t *testing.T, sw *netlink.Handle, port string, ns netns.NsHandle, addrs ...netip.Prefix) {
 	t.Helper()
-	plugInto(t, sw, "br0", port, ns, addr)
+	plugInto(t, sw, "br0", port, ns, addrs...)
 }
 
 // plugInto connects namespace ns to bridge of the switch sw as eth0 with
-// address addr.
-func plugInto(t *testing.T, sw *netlink.Handle, bridge, port string, ns netns.NsHandle, addr netip.Prefix) {
+// addresses addrs.
+func plugInto(t *testing.T, sw *netlink.Handle, bridge, port string, ns netns.NsHandle, addrs ...netip.Prefix) {
 	t.Helper()
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: port}, PeerName: "eth0", PeerNamespace: netlink.NsFd(int(ns))}
 	if err := sw.LinkAdd(veth); err != nil {
@@ -83,8 +83,10 @@ func plugInto(t *testing.T, sw *netlink.Handle, bridge, port string, ns netns.Ns
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.AddrAdd(eth, nodadAddr(addr)); err != nil {
-		t.Fatal(err)
+	for _, addr := range addrs {
+		if err := h.AddrAdd(eth, nodadAddr(addr)); err != nil {
+			t.Fatalf("add %s: %v", addr, err)
+		}
 	}
 	if err := h.LinkSetUp(eth); err != nil {
 		t.Fatal(err)

@@ -21,18 +21,36 @@ type mesh struct {
 	state    childState
 }
 
-func newMesh(t *testing.T, n int) *mesh {
+func newMesh(t *testing.T, n int) *mesh { return buildMesh(t, n, false) }
+
+// newDualStackMesh makes n dual-stack nodes on one LAN: node i at 10.0.0.i/24
+// and fd00:0:1::i/64 with pod CIDRs 10.244.i.0/24 and fd00:244:i::/64, and a
+// pod at .10 of each.
+func newDualStackMesh(t *testing.T, n int) *mesh { return buildMesh(t, n, true) }
+
+func buildMesh(t *testing.T, n int, dualStack bool) *mesh {
 	kerneltest.RequireRoot(t)
 	sw := newSwitch(t)
 	m := &mesh{t: t, sw: sw, children: map[string]*child{}}
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("node%d", i)
-		addr := netip.MustParsePrefix(fmt.Sprintf("10.0.0.%d/24", i))
-		cidr := netip.MustParsePrefix(fmt.Sprintf("10.244.%d.0/24", i))
-		tn := newTestNode(t, name, addr, cidr)
-		plug(t, sw, "port"+name, tn.ns.NS, addr)
+		addrs := []netip.Prefix{netip.MustParsePrefix(fmt.Sprintf("10.0.0.%d/24", i))}
+		cidrs := []netip.Prefix{netip.MustParsePrefix(fmt.Sprintf("10.244.%d.0/24", i))}
+		if dualStack {
+			addrs = append(addrs, netip.MustParsePrefix(fmt.Sprintf("fd00:0:1::%d/64", i)))
+			cidrs = append(cidrs, netip.MustParsePrefix(fmt.Sprintf("fd00:244:%d::/64", i)))
+		}
+		tn := newTestNode(t, name, addrs[0], cidrs[0], cidrs[1:]...)
+		if dualStack {
+			tn.addr6, tn.cidr6 = addrs[1].Addr(), cidrs[1]
+		}
+		plug(t, sw, "port"+name, tn.ns.NS, addrs...)
 		m.nodes = append(m.nodes, tn)
-		m.state.Nodes = append(m.state.Nodes, &model.Node{Name: name, InternalIPs: []netip.Addr{addr.Addr()}, PodCIDRs: []netip.Prefix{cidr}})
+		node := &model.Node{Name: name, PodCIDRs: cidrs}
+		for _, a := range addrs {
+			node.InternalIPs = append(node.InternalIPs, a.Addr())
+		}
+		m.state.Nodes = append(m.state.Nodes, node)
 	}
 	return m
 }
