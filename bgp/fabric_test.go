@@ -24,11 +24,7 @@ type fabric struct {
 func newFabric(t *testing.T) *fabric {
 	t.Helper()
 	ns := netnstest.NewNode(t) // a namespace with forwarding on
-	h, err := netlink.NewHandleAt(ns.NS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
+	h := kerneltest.Handle(t, ns.NS)
 	return &fabric{t: t, h: h}
 }
 
@@ -66,11 +62,7 @@ func (f *fabric) attach(n *testNode, br string, addr netip.Prefix, gw netip.Addr
 func requireIPIP(t *testing.T) {
 	t.Helper()
 	ns := kerneltest.NewNetNS(t)
-	h, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := kerneltest.Handle(t, ns)
 	probe := &netlink.Iptun{LinkAttrs: netlink.LinkAttrs{Name: "ipipprobe"},
 		Local: net.IPv4(192, 0, 2, 1), Remote: net.IPv4(192, 0, 2, 2)}
 	if err := h.LinkAdd(probe); err != nil {

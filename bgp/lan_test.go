@@ -31,11 +31,7 @@ type testNode struct {
 func newSwitch(t *testing.T) *netlink.Handle {
 	t.Helper()
 	ns := kerneltest.NewNetNS(t)
-	h, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
+	h := kerneltest.Handle(t, ns)
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
 	if err := h.LinkAdd(br); err != nil {
 		t.Fatalf("add bridge: %v", err)
@@ -74,11 +70,7 @@ func plugInto(t *testing.T, sw *netlink.Handle, bridge, port string, ns netns.Ns
 	if err := sw.LinkSetUp(l); err != nil {
 		t.Fatal(err)
 	}
-	h, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := kerneltest.Handle(t, ns)
 	eth, err := h.LinkByName("eth0")
 	if err != nil {
 		t.Fatal(err)
@@ -104,12 +96,7 @@ func nodadAddr(addr netip.Prefix) *netlink.Addr {
 func newTestNode(t *testing.T, name string, addr netip.Prefix, cidr netip.Prefix, more ...netip.Prefix) *testNode {
 	t.Helper()
 	n := &testNode{name: name, addr: addr.Addr(), cidr: cidr, ns: netnstest.NewNode(t)}
-	h, err := netlink.NewHandleAt(n.ns.NS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
-	n.h = h
+	n.h = kerneltest.Handle(t, n.ns.NS)
 	var podIPs []netip.Addr
 	for _, c := range append([]netip.Prefix{cidr}, more...) {
 		ip := c.Masked().Addr()
