@@ -16,12 +16,12 @@ import (
 
 // TestServiceProxy reaches a ClusterIP service from a pod on each node while
 // the pods behind it are replaced one after another, through nfrouter's
-// nftables service proxy and its BGP routes. A request is one connection
-// retried up to three times with a one-second timeout, as a client would; a
-// replaced pod's network goes away right after it turns unready (the bed does
-// not wait for a drain), so a first attempt may meet it: those are counted
-// and reported, and every request must be answered. Afterwards every backend
-// must answer some of 100 requests from each node (connections spread).
+// nftables service proxy and its BGP routes. A replaced pod's network goes
+// away right after it turns unready (the bed does not wait for a drain), so
+// an attempt may meet it until nfrouter has removed it: a request is retried
+// as a client would, the retries are counted and reported, and every request
+// must be answered. Afterwards every backend must answer requests from each
+// node (connections spread).
 func TestServiceProxy(t *testing.T) {
 	bed := startBed(t, 2)
 	ctx := ctxTimeout(t, 10*time.Minute)
@@ -66,8 +66,14 @@ func TestServiceProxy(t *testing.T) {
 		}
 	}
 
-	// Clients ask continuously while the pods are replaced.
-	type tally struct{ requests, retried, failed int }
+	// Clients ask continuously while the pods are replaced. A request is
+	// retried, every 50 ms, for up to requestBudget, as a client with
+	// retries would.
+	const requestBudget = 10 * time.Second
+	type tally struct {
+		requests, retried, failed int
+		slowest                   time.Duration
+	}
 	results := make(chan tally, len(clients))
 	stop := make(chan struct{})
 	for _, c := range clients {
@@ -81,24 +87,16 @@ func TestServiceProxy(t *testing.T) {
 				default:
 				}
 				tl.requests++
-				answered := false
-				for attempt := range 3 {
-					answer, err := c.Ask("tcp", vip, port, time.Second)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if answer != "" {
-						answered = true
-						break
-					}
-					if attempt == 0 {
-						tl.retried++
-					}
+				begin := time.Now()
+				answered, err := askWithRetries(c, vip, port, requestBudget, &tl.retried)
+				if err != nil {
+					t.Error(err)
+					return
 				}
 				if !answered {
 					tl.failed++
 				}
+				tl.slowest = max(tl.slowest, time.Since(begin))
 			}
 		}()
 	}
@@ -120,41 +118,72 @@ func TestServiceProxy(t *testing.T) {
 	close(stop)
 	for range clients {
 		tl := <-results
-		t.Logf("during %d replacements (%s): %d requests, %d needed a retry, %d unanswered", replacements, churn.Round(time.Millisecond), tl.requests, tl.retried, tl.failed)
+		t.Logf("during %d replacements (%s): %d requests, %d needed a retry, %d unanswered, slowest answered in %s",
+			replacements, churn.Round(time.Millisecond), tl.requests, tl.retried, tl.failed, tl.slowest.Round(time.Millisecond))
 		if tl.failed > 0 {
-			t.Errorf("%d of %d requests to %s:%d were not answered in three attempts while pods churned", tl.failed, tl.requests, vip, port)
+			t.Errorf("%d of %d requests to %s:%d were not answered within %s while pods churned", tl.failed, tl.requests, vip, port, requestBudget)
 		}
 	}
 
-	// Spread: every current backend answers from each node.
+	// Spread: every current backend answers from each node. nfrouter may
+	// still be programming the last replacement when the API shows it, so
+	// the client asks (at least 100 times) until all have answered or 30 s
+	// have passed.
 	for _, c := range clients {
 		var want []string
 		for _, w := range web {
 			want = append(want, w.Name)
 		}
 		seen := map[string]int{}
-		for range 100 {
+		missingOf := func() []string {
+			var missing []string
+			for _, w := range want {
+				if seen[w] == 0 {
+					missing = append(missing, w)
+				}
+			}
+			return missing
+		}
+		requests := 0
+		for deadline := time.Now().Add(30 * time.Second); requests < 100 || (len(missingOf()) > 0 && time.Now().Before(deadline)); requests++ {
 			answer, err := waitAnswer(ctx, c, vip, port, 10*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
 			seen[answer]++
 		}
-		var missing []string
-		for _, w := range want {
-			if seen[w] == 0 {
-				missing = append(missing, w)
-			}
-		}
+		missing := missingOf()
 		for name := range seen {
 			if !slices.Contains(want, name) {
 				t.Errorf("%s: answered by %s, which was replaced", c.Name, name)
 			}
 		}
-		t.Logf("%s -> %s:%d, 100 requests: %v", c.Name, vip, port, seen)
+		t.Logf("%s -> %s:%d, %d requests: %v", c.Name, vip, port, requests, seen)
 		if len(missing) > 0 {
-			t.Errorf("%s: backends %s never answered 100 requests", c.Name, strings.Join(missing, ", "))
+			t.Errorf("%s: backends %s never answered %d requests", c.Name, strings.Join(missing, ", "), requests)
 		}
+	}
+}
+
+// askWithRetries connects from pod c to dst:port, retrying every 50 ms
+// until some server answers or budget has passed, and counts a request that
+// needed a retry in retried.
+func askWithRetries(c *cluster.Pod, dst netip.Addr, port int, budget time.Duration, retried *int) (bool, error) {
+	deadline := time.Now().Add(budget)
+	retry := time.NewTicker(50 * time.Millisecond)
+	defer retry.Stop()
+	for attempt := 0; ; attempt++ {
+		answer, err := c.Ask("tcp", dst, port, time.Second)
+		if err != nil || answer != "" {
+			return answer != "", err
+		}
+		if attempt == 0 {
+			*retried++
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		<-retry.C
 	}
 }
 
