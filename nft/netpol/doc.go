@@ -14,6 +14,10 @@
 //	  ip daddr @isolated-in-v4 jump dispatch-in   (pod-egress: saddr, -out-)
 //	  ip6 daddr @isolated-in-v6 jump dispatch-in
 //	  [--netpol-default-deny] ip saddr @local-cidrs-v4 ip saddr != @local-pods-v4 jump deny
+//	pod-egress-output   base chain, hook output, priority filter - 1
+//	pod-ingress-output  base chain, hook output, priority filter
+//	  the same, without the neighbour-discovery rules, each judging rule
+//	  also requiring fib saddr type != local
 //	isolated-{in,out}-v{4,6}  local pods some policy isolates in that direction
 //	dispatch-in  per namespace with isolating policies:
 //	               ip daddr @iso-in4/<ns> jump ns-in/<ns>   (and ip6)
@@ -37,8 +41,34 @@
 //
 // Comments say in words what each holds.
 //
+// # Packet paths
+//
+// Policies apply to the packet as it reaches the pod: after the service
+// proxy chose an endpoint (DNAT), before any masquerade (SNAT). Which hook
+// sees that packet depends on the path and the proxy mode:
+//
+//	path                                          nftables proxy      IPVS proxy
+//	pod to pod, same node or other node           forward             forward
+//	pod to ClusterIP, endpoint local or remote    forward (DNAT at    output (IPVS takes
+//	pod to NodePort / external IP / LB IP           prerouting)         it at input, sends
+//	outside to NodePort / LB IP, local endpoint                         it out through output)
+//	a reply of any of these                       conntrack: established, accepted first
+//	node (kubelet, hostNetwork pods) to a pod     output: never judged (source is local)
+//	pod to its own node, any mode                 input: not filtered (allowed, as documented)
+//
+// On the receiving node of a remote endpoint the packet is plain forwarded
+// traffic from the client's address (or the node's, where the proxy
+// masqueraded it). The output chains judge only packets whose source is not
+// an address of the node (fib saddr type != local), which on output are
+// exactly the packets the node forwards on someone else's behalf; the
+// node's own traffic passes as it never reaches forward. Both the forward
+// and the output chains are installed in both modes: a packet passes one
+// or the other, never both, so the cost per new connection is one set
+// lookup per family and direction, as before, plus one fib lookup for an
+// isolated pod's IPVS traffic.
+//
 // Why this shape:
-//   - Egress and ingress are two base chains on the forward hook. An accept ends
+//   - Egress and ingress are two base chains on each hook. An accept ends
 //     only the base chain it happens in, so a packet between two local pods
 //     passes the source's egress chain and then the destination's ingress chain.
 //   - Which pods are isolated, and which pods or ports a rule allows, is carried

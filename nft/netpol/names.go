@@ -15,7 +15,12 @@ const (
 
 	ChainEgress  = "pod-egress"
 	ChainIngress = "pod-ingress"
-	ChainDeny    = "deny"
+	// ChainEgressOutput and ChainIngressOutput filter what the node sends
+	// out on a pod's behalf: IPVS forwards service traffic through the
+	// output hook, never through forward.
+	ChainEgressOutput  = "pod-egress-output"
+	ChainIngressOutput = "pod-ingress-output"
+	ChainDeny          = "deny"
 
 	// NFLogGroup is where dropped packets are logged, as kube-router does.
 	NFLogGroup = 100

@@ -111,39 +111,76 @@ func (p *Planner) installBase() {
 	}
 	p.putChain(&ruleset.Chain{Name: ChainDeny, Comment: "log (nflog group 100) and drop what no policy allows",
 		Rules: []ruleset.Rule{{Matches: []ruleset.Match{ruleset.LogLimited{Group: NFLogGroup}}}, {Verdict: ruleset.Drop{}}}})
-	for _, d := range []direction{egress, ingress} {
-		c := &ruleset.Chain{Name: ChainEgress, Comment: "egress policies of local pods",
-			Base: &ruleset.Hook{Hook: "forward", Type: "filter", Priority: -1}}
-		if d == ingress {
-			c = &ruleset.Chain{Name: ChainIngress, Comment: "ingress policies of local pods",
-				Base: &ruleset.Hook{Hook: "forward", Type: "filter"}}
-		}
-		c.Rules = append(c.Rules, ruleset.Rule{Matches: []ruleset.Match{ruleset.CtEstablished{}}, Verdict: ruleset.Accept{}})
-		if p.fams[idx(true)] {
-			// Neighbour discovery between pods on one bridge passes the
-			// forward hook (br_netfilter) untracked, so the rule above
-			// misses it; without it an isolated pod cannot confirm a
-			// neighbour and its allowed connections stall.
-			for _, nd := range []ruleset.ICMPv6Type{{Type: 135, Name: "nd-neighbor-solicit"}, {Type: 136, Name: "nd-neighbor-advert"}} {
-				c.Rules = append(c.Rules, ruleset.Rule{Matches: []ruleset.Match{nd}, Verdict: ruleset.Accept{}})
-			}
-		}
-		src := d == egress
-		for _, v6 := range p.fams.list() {
-			c.Rules = append(c.Rules, ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrIn{V6: v6, Src: src, Set: isolatedSet(d, v6)}},
-				Verdict: ruleset.Jump{Chain: dispatchChain(d)}})
-		}
-		if p.cfg.DefaultDeny {
-			for _, v6 := range p.fams.list() {
-				c.Rules = append(c.Rules, ruleset.Rule{Matches: []ruleset.Match{
-					ruleset.AddrIn{V6: v6, Src: src, Set: localCIDRs(v6)},
-					ruleset.AddrIn{V6: v6, Src: src, Not: true, Set: localPods(v6)},
-				}, Verdict: ruleset.Jump{Chain: ChainDeny}})
-			}
-		}
-		p.putChain(c)
+	for _, c := range baseChains() {
+		p.putChain(p.baseChainRules(c))
 	}
 	p.planDispatch()
+}
+
+// baseChain is one of the hooks where the firewall sees pod traffic.
+type baseChain struct {
+	name, comment string
+	dir           direction
+	hook          ruleset.Hook
+	// output is the output hook, where the node's own traffic passes too.
+	output bool
+}
+
+// baseChains are the firewall's entry points. Egress runs before ingress on
+// each hook: an accept ends only the base chain it happens in, so a packet
+// between two local pods passes the source's egress policies and then the
+// destination's ingress policies.
+func baseChains() []baseChain {
+	return []baseChain{
+		{name: ChainEgress, comment: "egress policies of local pods", dir: egress,
+			hook: ruleset.Hook{Hook: "forward", Type: "filter", Priority: -1}},
+		{name: ChainIngress, comment: "ingress policies of local pods", dir: ingress,
+			hook: ruleset.Hook{Hook: "forward", Type: "filter"}},
+		{name: ChainEgressOutput, comment: "egress policies of local pods, for traffic the node sends on their behalf (IPVS)", dir: egress,
+			hook: ruleset.Hook{Hook: "output", Type: "filter", Priority: -1}, output: true},
+		{name: ChainIngressOutput, comment: "ingress policies of local pods, for traffic the node sends on another's behalf (IPVS)", dir: ingress,
+			hook: ruleset.Hook{Hook: "output", Type: "filter"}, output: true},
+	}
+}
+
+// baseChainRules returns base chain b with its rules: established traffic
+// passes, isolated pods go to their dispatch chain and, with default deny,
+// addresses of the node's pod CIDRs the firewall does not know are denied.
+// On the output hook only packets with a foreign source are judged: the
+// node's own traffic to its pods (kubelet probes, a bridge gateway address)
+// is never filtered, as on forward, where it never passes.
+func (p *Planner) baseChainRules(b baseChain) *ruleset.Chain {
+	c := &ruleset.Chain{Name: b.name, Comment: b.comment, Base: &b.hook}
+	c.Rules = append(c.Rules, ruleset.Rule{Matches: []ruleset.Match{ruleset.CtEstablished{}}, Verdict: ruleset.Accept{}})
+	if p.fams[idx(true)] && !b.output {
+		// Neighbour discovery between pods on one bridge passes the
+		// forward hook (br_netfilter) untracked, so the rule above
+		// misses it; without it an isolated pod cannot confirm a
+		// neighbour and its allowed connections stall.
+		for _, nd := range []ruleset.ICMPv6Type{{Type: 135, Name: "nd-neighbor-solicit"}, {Type: 136, Name: "nd-neighbor-advert"}} {
+			c.Rules = append(c.Rules, ruleset.Rule{Matches: []ruleset.Match{nd}, Verdict: ruleset.Accept{}})
+		}
+	}
+	src := b.dir == egress
+	judged := func(ms ...ruleset.Match) []ruleset.Match {
+		if b.output {
+			ms = append(ms, ruleset.SourceNotLocal{})
+		}
+		return ms
+	}
+	for _, v6 := range p.fams.list() {
+		c.Rules = append(c.Rules, ruleset.Rule{Matches: judged(ruleset.AddrIn{V6: v6, Src: src, Set: isolatedSet(b.dir, v6)}),
+			Verdict: ruleset.Jump{Chain: dispatchChain(b.dir)}})
+	}
+	if p.cfg.DefaultDeny {
+		for _, v6 := range p.fams.list() {
+			c.Rules = append(c.Rules, ruleset.Rule{Matches: judged(
+				ruleset.AddrIn{V6: v6, Src: src, Set: localCIDRs(v6)},
+				ruleset.AddrIn{V6: v6, Src: src, Not: true, Set: localPods(v6)},
+			), Verdict: ruleset.Jump{Chain: ChainDeny}})
+		}
+	}
+	return c
 }
 
 // Result says what an Update changed that callers report on.
