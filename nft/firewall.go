@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -25,18 +26,29 @@ type FirewallConfig struct {
 	Registerer  prometheus.Registerer // nil: no metrics
 	Events      EventRecorder         // nil: no Kubernetes events
 	// NetNSFd is the network namespace the table is programmed into (0: the
-	// current one): the firewall sets its br_netfilter sysctls.
+	// current one): the firewall sets its br_netfilter sysctls and deletes
+	// conntrack entries there.
 	NetNSFd int
+	// KeepEstablished (--netpol-keep-established) leaves connections that a
+	// policy starts denying running until they end, as kube-router does;
+	// by default their conntrack entries are deleted so that their next
+	// packet is judged again.
+	KeepEstablished bool
 }
 
 // Firewall is the NetworkPolicy part of the table.
 type Firewall struct {
 	cfg          FirewallConfig
 	log          *slog.Logger
+	table        *ruleset.Table
 	planner      *netpol.Planner
 	policyErrors prometheus.Gauge
+	flowsDeleted prometheus.Counter
 	reported     map[model.PolicyKey]string // compile errors already reported
 	noBridge     bool                       // br_netfilter absence already logged
+	// sweep says a planned change may deny flows conntrack still holds;
+	// it stays set until a sweep of the conntrack table succeeded.
+	sweep bool
 }
 
 // NewFirewall returns the firewall part, writing into t.
@@ -50,12 +62,16 @@ func NewFirewall(t *ruleset.Table, cfg FirewallConfig) (*Firewall, error) {
 	}
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "nfrouter", Subsystem: "firewall",
 		Name: "policies_failed_closed", Help: "Network policies that could not be compiled and isolate their pods."})
+	deleted := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "nfrouter", Subsystem: "firewall",
+		Name: "conntrack_entries_deleted_total", Help: "Conntrack entries of connections deleted because a policy started denying them."})
 	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(g); err != nil {
-			return nil, fmt.Errorf("firewall: register metrics: %w", err)
+		for _, c := range []prometheus.Collector{g, deleted} {
+			if err := cfg.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("firewall: register metrics: %w", err)
+			}
 		}
 	}
-	return &Firewall{cfg: cfg, log: log.With("part", "firewall"), policyErrors: g,
+	return &Firewall{cfg: cfg, log: log.With("part", "firewall"), table: t, policyErrors: g, flowsDeleted: deleted,
 		planner:  netpol.New(t, netpol.Config{NodeName: cfg.NodeName, DefaultDeny: cfg.DefaultDeny}),
 		reported: map[model.PolicyKey]string{}}, nil
 }
@@ -73,16 +89,45 @@ func (f *Firewall) Kinds() model.Kinds {
 func (f *Firewall) Plan(ctx context.Context, state *model.State, changes *model.Changes) {
 	res := f.planner.Update(state, changes)
 	f.reportPolicies(ctx, state, res.Policies)
+	f.sweep = f.sweep || (res.MayDeny && !f.cfg.KeepEstablished)
 }
 
-// Applied implements Applied: on every full sync (first, periodic, after a
-// failure) it checks the br_netfilter sysctls, since the module may be
-// loaded, or a sysctl reset, after we start.
+// Applied implements Applied: once the kernel holds a change that may deny
+// established flows, it deletes their conntrack entries; on every full sync
+// (first, periodic, after a failure) it checks the br_netfilter sysctls,
+// since the module may be loaded, or a sysctl reset, after we start.
 func (f *Firewall) Applied(ctx context.Context, full bool) error {
+	if f.sweep {
+		if err := f.deleteDeniedFlows(ctx); err != nil {
+			return err
+		}
+		f.sweep = false
+	}
 	if !full {
 		return nil
 	}
 	return f.ensureBridgeNF(ctx)
+}
+
+// deleteDeniedFlows deletes the conntrack entries of the flows the
+// programmed policies deny.
+func (f *Firewall) deleteDeniedFlows(ctx context.Context) error {
+	start := time.Now()
+	sweep, err := deleteDeniedFlows(f.cfg.NetNSFd, func(pkt ruleset.Packet) (bool, error) {
+		v, err := netpol.Judge(f.table, pkt)
+		return !v.Allowed, err
+	})
+	f.flowsDeleted.Add(float64(sweep.Deleted))
+	if err != nil {
+		return err
+	}
+	lvl := slog.LevelDebug
+	if sweep.Deleted > 0 {
+		lvl = slog.LevelInfo
+	}
+	f.log.Log(ctx, lvl, "deleted conntrack entries of connections policies now deny",
+		"deleted", sweep.Deleted, "checked", sweep.Checked, "duration", time.Since(start))
+	return nil
 }
 
 // ensureBridgeNF makes bridged pod traffic pass the policy chains (see

@@ -3,8 +3,11 @@ package nft
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -24,8 +27,9 @@ import (
 //	                        client  x/client 10.244.1.2      client-b x/client-b 10.244.2.2
 //	                        web-a   y/web-a  10.244.1.11     web-b    y/web-b    10.244.2.11
 //
-// (and the same in IPv6). web-a and web-b answer TCP 8080 with their name.
-// Services of namespace y, port 80 to 8080: web-local (endpoint web-a),
+// (and the same in IPv6). web-a and web-b answer TCP and UDP on 8080 with
+// their name, and echo what a TCP connection sends after that.
+// Services of namespace y, TCP and UDP port 80 to 8080: web-local (endpoint web-a),
 // web-remote (endpoint web-b), both with NodePort, external IP and load
 // balancer IP, and web-etp-local (endpoint web-a, externalTrafficPolicy:
 // Local).
@@ -39,6 +43,7 @@ type pathsBed struct {
 type pathsNode struct {
 	node  *netnstest.Node
 	b     *Backend
+	fw    *Firewall
 	proxy *ipvs.Proxy // IPVS mode only
 }
 
@@ -64,7 +69,9 @@ var nodeIPs = map[string]byFamily{"node-a": pair("192.168.60.1", "fd00:60::1"), 
 
 const webPortNumber = 8080
 
-func newPathsBed(t *testing.T, mode string) *pathsBed {
+// newPathsBed builds the bed with the service proxy of mode ("nftables" or
+// "ipvs") and the firewall configured as fw (less node name and namespace).
+func newPathsBed(t *testing.T, mode string, fw FirewallConfig) *pathsBed {
 	bed := &pathsBed{st: fixture.New(), nodes: map[string]*pathsNode{}, pods: map[string]*netnstest.Pod{}}
 	for _, ns := range []string{"x", "y"} {
 		bed.st.Namespaces[ns] = &model.Namespace{Name: ns, Labels: map[string]string{"kubernetes.io/metadata.name": ns}}
@@ -91,37 +98,42 @@ func newPathsBed(t *testing.T, mode string) *pathsBed {
 		bed.st.Pods[model.PodKey{Namespace: ns, Name: name}] = &model.Pod{Namespace: ns, Name: name, Node: node, IPs: ips, Labels: labels}
 	}
 	addPod("node-a", "x/client", map[string]string{"role": "client"}, "10.244.1.2", "fd00:1::2")
-	addPod("node-a", "y/web-a", map[string]string{"app": "web"}, "10.244.1.11", "fd00:1::11")
+	addPod("node-a", "y/web-a", map[string]string{"app": "web", "pod": "web-a"}, "10.244.1.11", "fd00:1::11")
 	addPod("node-b", "x/client-b", map[string]string{"role": "client"}, "10.244.2.2", "fd00:2::2")
-	addPod("node-b", "y/web-b", map[string]string{"app": "web"}, "10.244.2.11", "fd00:2::11")
+	addPod("node-b", "y/web-b", map[string]string{"app": "web", "pod": "web-b"}, "10.244.2.11", "fd00:2::11")
 	for _, key := range []string{"y/web-a", "y/web-b"} {
-		bed.pods[key].Serve(t, "tcp", webPortNumber)
+		serveWeb(t, bed.pods[key], webPortNumber)
 	}
 	bed.outsid = a.AddPod("outside", modeltest.Addrs("192.168.50.2", "fd00:50::2")...)
 
 	bed.st.ServicePorts = map[model.ServicePortKey]*model.ServicePort{}
 	bed.st.Endpoints = map[model.ServicePortKey]model.Endpoints{}
 	for _, s := range pathServices {
-		sp := &model.ServicePort{Key: model.ServicePortKey{Namespace: "y", Name: s.name, Protocol: model.TCP},
-			ClusterIPs: []netip.Addr{s.clusterIP.of(false), s.clusterIP.of(true)}, Port: 80, NodePort: s.nodePort,
-			ExternalIPs: []netip.Addr{s.external.of(false), s.external.of(true)}, LoadBalancerIPs: []netip.Addr{s.lbIP.of(false), s.lbIP.of(true)},
-			ExternalTrafficLocal: s.local}
-		bed.st.ServicePorts[sp.Key] = sp
 		ep := bed.st.Pods[model.PodKey{Namespace: "y", Name: s.endpoint[2:]}]
-		var eps model.Endpoints
-		for _, ip := range ep.IPs {
-			eps = append(eps, model.Endpoint{Addr: ip, Port: webPortNumber, Node: ep.Node,
-				EndpointConditions: model.EndpointConditions{Ready: true, Serving: true}})
+		for _, proto := range []model.Protocol{model.TCP, model.UDP} {
+			sp := &model.ServicePort{Key: model.ServicePortKey{Namespace: "y", Name: s.name, Port: proto.String(), Protocol: proto},
+				ClusterIPs: []netip.Addr{s.clusterIP.of(false), s.clusterIP.of(true)}, Port: 80, NodePort: s.nodePort,
+				ExternalIPs: []netip.Addr{s.external.of(false), s.external.of(true)}, LoadBalancerIPs: []netip.Addr{s.lbIP.of(false), s.lbIP.of(true)},
+				ExternalTrafficLocal: s.local}
+			bed.st.ServicePorts[sp.Key] = sp
+			var eps model.Endpoints
+			for _, ip := range ep.IPs {
+				eps = append(eps, model.Endpoint{Addr: ip, Port: webPortNumber, Node: ep.Node,
+					EndpointConditions: model.EndpointConditions{Ready: true, Serving: true}})
+			}
+			bed.st.Endpoints[sp.Key] = eps
 		}
-		bed.st.Endpoints[sp.Key] = eps
 	}
 
 	for name, n := range bed.nodes {
 		parts := []func(*ruleset.Table) Part{func(tbl *ruleset.Table) Part {
-			f, err := NewFirewall(tbl, FirewallConfig{NodeName: name, NetNSFd: int(n.node.NS)})
+			cfg := fw
+			cfg.NodeName, cfg.NetNSFd = name, int(n.node.NS)
+			f, err := NewFirewall(tbl, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
+			n.fw = f
 			return f
 		}}
 		switch mode {
@@ -275,7 +287,7 @@ spec:
 // runPathsTruthTable probes every path of the table under every policy of
 // pathPolicies, over IPv4 and IPv6, with real connections.
 func runPathsTruthTable(t *testing.T, mode string) {
-	bed := newPathsBed(t, mode)
+	bed := newPathsBed(t, mode, FirewallConfig{})
 	paths := pathsTable(bed)
 	for _, pol := range pathPolicies {
 		t.Run(pol.name, func(t *testing.T) {
@@ -320,4 +332,37 @@ func idxOf(v6 bool) int {
 		return 1
 	}
 	return 0
+}
+
+// serveWeb makes pod answer on port: a TCP connection gets the pod's name,
+// then an echo of everything it sends until it closes; a UDP datagram gets
+// the pod's name.
+func serveWeb(t *testing.T, pod *netnstest.Pod, port int) {
+	t.Helper()
+	pod.Serve(t, "udp", port)
+	err := kerneltest.Do(pod.NS, func() error {
+		l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+		if err != nil {
+			return err
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					if _, err := c.Write([]byte(pod.Name)); err == nil {
+						io.Copy(c, c)
+					}
+				}()
+			}
+		}()
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: serve on %d: %v", pod.Name, port, err)
+	}
 }

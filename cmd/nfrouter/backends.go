@@ -116,7 +116,7 @@ func makeParts(t *ruleset.Table, mks []nftPart) ([]nft.Part, error) {
 func firewallPart(w wiring) nftPart {
 	return func(t *ruleset.Table) (nft.Part, error) {
 		f, err := nft.NewFirewall(t, nft.FirewallConfig{
-			NodeName: w.nodeName, DefaultDeny: w.o.netpolDefaultDeny, Logger: w.log, Registerer: w.reg, Events: w.events,
+			NodeName: w.nodeName, DefaultDeny: w.o.netpolDefaultDeny, KeepEstablished: w.o.netpolKeepEstablished, Logger: w.log, Registerer: w.reg, Events: w.events,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("--run-firewall: %w", err)

@@ -22,8 +22,9 @@ type options struct {
 	runServiceProxy bool
 	runRouter       bool
 
-	netpolDefaultDeny bool
-	dryRun            bool
+	netpolDefaultDeny     bool
+	netpolKeepEstablished bool
+	dryRun                bool
 
 	proxy  proxyOptions
 	router routerOptions
@@ -66,6 +67,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.BoolVar(&o.runRouter, "run-router", true, "Route pod networks with BGP.")
 
 	fs.BoolVar(&o.netpolDefaultDeny, "netpol-default-deny", false, "Deny traffic of local pods until the firewall has programmed them.")
+	fs.BoolVar(&o.netpolKeepEstablished, "netpol-keep-established", false, "Let connections a policy starts denying run until they end, as kube-router does, instead of deleting their conntrack entries.")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "Print the nftables table that would be programmed (firewall, service proxy NAT, pod egress), in nft syntax, and exit without touching the kernel.")
 
 	o.proxy.addFlags(fs)

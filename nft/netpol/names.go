@@ -40,6 +40,8 @@ func (d direction) String() string {
 	return "out"
 }
 
+func (d direction) opposite() direction { return !d }
+
 func (d direction) long() string {
 	if d == ingress {
 		return "ingress"

@@ -168,6 +168,16 @@ func (p *Planner) baseChainRules(b baseChain) *ruleset.Chain {
 		}
 		return ms
 	}
+	// A connection whose conntrack entry went (deleted when a policy began
+	// to deny it) is picked up again by whichever of its packets comes next;
+	// one from the server side would open it in the opposite direction,
+	// which the policies judge differently. So mid-stream TCP packets of an
+	// isolated pod's other side are denied: a pickup is allowed only in the
+	// direction that the policies judged when the connection began.
+	for _, v6 := range p.fams.list() {
+		c.Rules = append(c.Rules, ruleset.Rule{Matches: judged(ruleset.AddrIn{V6: v6, Src: src, Set: isolatedSet(b.dir.opposite(), v6)}, ruleset.TCPMidStream{}),
+			Verdict: ruleset.Jump{Chain: ChainDeny}})
+	}
 	for _, v6 := range p.fams.list() {
 		c.Rules = append(c.Rules, ruleset.Rule{Matches: judged(ruleset.AddrIn{V6: v6, Src: src, Set: isolatedSet(b.dir, v6)}),
 			Verdict: ruleset.Jump{Chain: dispatchChain(b.dir)}})
@@ -187,6 +197,11 @@ func (p *Planner) baseChainRules(b baseChain) *ruleset.Chain {
 type Result struct {
 	// Policies are the policies added, changed or removed, sorted.
 	Policies []model.PolicyKey
+	// MayDeny says the update may deny flows that were allowed before: a
+	// policy or a namespace changed, or a running pod's labels or named
+	// ports did. Pods that come, get their address or go cannot: a new pod
+	// has no flows yet, a gone one none left.
+	MayDeny bool
 }
 
 // Update brings the table in line with st. With ch.Full, or ch nil, the
@@ -194,7 +209,13 @@ type Result struct {
 // otherwise it trusts the keys in ch.
 func (p *Planner) Update(st *model.State, ch *model.Changes) Result {
 	podKeys, nsKeys, polKeys, nodeChanged := p.changedKeys(st, ch)
-	res := Result{Policies: polKeys}
+	res := Result{Policies: polKeys, MayDeny: len(polKeys) > 0 || len(nsKeys) > 0}
+	for _, k := range podKeys {
+		if old, pod := p.pods[k], st.Pods[k]; old != nil && pod != nil && len(old.IPs) > 0 &&
+			(!maps.Equal(old.Labels, pod.Labels) || !slices.Equal(old.Ports, pod.Ports)) {
+			res.MayDeny = true
+		}
+	}
 	if count := p.countAfter(st, podKeys, polKeys, nodeChanged); count.families() != p.fams {
 		// A family comes or goes: its objects appear or vanish everywhere,
 		// so plan the whole state afresh.

@@ -242,3 +242,17 @@ func (v AddrVmap) compile(c *compiler) {
 }
 
 func be16(v uint16) []byte { return binary.BigEndian.AppendUint16(nil, v) }
+
+// TCPMidStream matches TCP packets without SYN. After `ct state
+// established,related accept` these are packets conntrack picked up in
+// the middle of a connection it no longer knows (nf_conntrack_tcp_loose),
+// in whichever direction the first one came.
+type TCPMidStream struct{}
+
+func (TCPMidStream) text() string { return "tcp flags ! syn" }
+func (TCPMidStream) compile(c *compiler) {
+	L4Proto{unix.IPPROTO_TCP}.compile(c)
+	c.add(&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 13, Len: 1},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 1, Mask: []byte{0x02}, Xor: []byte{0}},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{0}})
+}
