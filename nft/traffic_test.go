@@ -9,6 +9,8 @@ import (
 	"github.com/nfrouter/nfrouter/integration/netnstest"
 	"github.com/nfrouter/nfrouter/model"
 	"github.com/nfrouter/nfrouter/nft/internal/fixture"
+	"github.com/nfrouter/nfrouter/nft/netpol"
+	"github.com/nfrouter/nfrouter/nft/ruleset"
 )
 
 // cluster is the upstream NetworkPolicy e2e model: namespaces x, y, z with
@@ -90,13 +92,31 @@ func (c *cluster) check(t *testing.T, v6 bool, want func(from, to string, proto 
 			if v6 {
 				dst = c.pods[to].IPs[1]
 			}
+			src := c.pods[from].IPs[idxOf(v6)]
 			for _, pp := range probePorts {
-				cases = append(cases, netnstest.ProbeCase{From: c.pods[from], To: dst, ToName: to, Protocol: pp.proto, Port: pp.port,
-					Want: want(from, to, pp.proto, pp.port)})
+				w := want(from, to, pp.proto, pp.port)
+				cases = append(cases, netnstest.ProbeCase{From: c.pods[from], To: dst, ToName: to, Protocol: pp.proto, Port: pp.port, Want: w})
+				c.checkJudge(t, from, to, ruleset.Packet{Src: src, Dst: dst, Proto: protoNumber[pp.proto], DPort: uint16(pp.port)}, w)
 			}
 		}
 	}
 	netnstest.RunProbes(t, cases)
+}
+
+var protoNumber = map[string]uint8{"tcp": 6, "udp": 17, "sctp": 132}
+
+// checkJudge asks the table's own trace (what `nfrouter explain` answers)
+// about a probe, which the kernel must answer the same way.
+func (c *cluster) checkJudge(t *testing.T, from, to string, pkt ruleset.Packet, want bool) {
+	t.Helper()
+	v, err := netpol.Judge(c.f.Table(), pkt)
+	if err != nil {
+		t.Fatalf("judge %s -> %s: %v", from, to, err)
+	}
+	if v.Allowed != want {
+		t.Errorf("judge %s -> %s (%s) %d/%d: allowed=%v, want %v; egress %v, ingress %v", from, to, pkt.Dst, pkt.Proto, pkt.DPort,
+			v.Allowed, want, v.Egress.Steps, v.Ingress.Steps)
+	}
 }
 
 func ns(pod string) string { return strings.Split(pod, "/")[0] }
