@@ -321,7 +321,8 @@ func (a *applier) reset(desired *ruleset.Table) (Stats, error) {
 
 // ruleKey identifies a rule by its serialized expressions, so that rules we
 // wrote and rules read back from the kernel compare equal. Set IDs only matter
-// within the transaction that creates a set and are not read back.
+// within the transaction that creates a set and are not read back; counter
+// values are whatever traffic made them.
 func ruleKey(family nftables.TableFamily, exprs []expr.Any) string {
 	var sb strings.Builder
 	for _, e := range exprs {
@@ -353,6 +354,8 @@ func ruleKey(family nftables.TableFamily, exprs []expr.Any) string {
 			c.RegAddrMin, c.RegAddrMax = canonicalReg(c.RegAddrMin), canonicalReg(c.RegAddrMax)
 			c.RegProtoMin, c.RegProtoMax = canonicalReg(c.RegProtoMin), canonicalReg(c.RegProtoMax)
 			e = &c
+		case *expr.Counter:
+			e = &expr.Counter{} // the values are the packet path's, not ours
 		case *expr.Dynset:
 			c := *x
 			c.SetID = 0

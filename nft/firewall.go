@@ -44,6 +44,7 @@ type Firewall struct {
 	planner      *netpol.Planner
 	policyErrors prometheus.Gauge
 	flowsDeleted prometheus.Counter
+	denied       *deniedCollector
 	reported     map[model.PolicyKey]string // compile errors already reported
 	noBridge     bool                       // br_netfilter absence already logged
 	// sweep says a planned change may deny flows conntrack still holds;
@@ -64,16 +65,19 @@ func NewFirewall(t *ruleset.Table, cfg FirewallConfig) (*Firewall, error) {
 		Name: "policies_failed_closed", Help: "Network policies that could not be compiled and isolate their pods."})
 	deleted := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "nfrouter", Subsystem: "firewall",
 		Name: "conntrack_entries_deleted_total", Help: "Conntrack entries of connections deleted because a policy started denying them."})
+	denied := newDeniedCollector(cfg.NetNSFd)
 	if cfg.Registerer != nil {
-		for _, c := range []prometheus.Collector{g, deleted} {
+		for _, c := range []prometheus.Collector{g, deleted, denied} {
 			if err := cfg.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("firewall: register metrics: %w", err)
 			}
 		}
 	}
-	return &Firewall{cfg: cfg, log: log.With("part", "firewall"), table: t, policyErrors: g, flowsDeleted: deleted,
+	f := &Firewall{cfg: cfg, log: log.With("part", "firewall"), table: t, policyErrors: g, flowsDeleted: deleted, denied: denied,
 		planner:  netpol.New(t, netpol.Config{NodeName: cfg.NodeName, DefaultDeny: cfg.DefaultDeny}),
-		reported: map[model.PolicyKey]string{}}, nil
+		reported: map[model.PolicyKey]string{}}
+	denied.set(f.planner.DenyChains())
+	return f, nil
 }
 
 // Name implements Part.
@@ -89,6 +93,9 @@ func (f *Firewall) Kinds() model.Kinds {
 func (f *Firewall) Plan(ctx context.Context, state *model.State, changes *model.Changes) {
 	res := f.planner.Update(state, changes)
 	f.reportPolicies(ctx, state, res.Policies)
+	if len(res.Policies) > 0 {
+		f.denied.set(f.planner.DenyChains())
+	}
 	f.sweep = f.sweep || (res.MayDeny && !f.cfg.KeepEstablished)
 }
 

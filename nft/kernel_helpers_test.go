@@ -3,6 +3,7 @@ package nft
 import (
 	"bytes"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -95,10 +96,15 @@ func nftIn(t testing.TB, ns netns.NsHandle, stdin string, args ...string) string
 var protoNumbers = strings.NewReplacer(" . 6 . ", " . tcp . ", " . 17 . ", " . udp . ", " . 132 . ", " . sctp . ",
 	"meta l4proto 6 ", "meta l4proto tcp ", "meta l4proto 17 ", "meta l4proto udp ", "meta l4proto 132 ", "meta l4proto sctp ")
 
+// counterValues are what traffic made of a counter.
+var counterValues = regexp.MustCompile(`counter packets \d+ bytes \d+`)
+
 // normalize makes two nft listings comparable: elements sorted and on one
-// line, protocols by name, objects sorted by their first line.
+// line, protocols by name, counters at zero, objects sorted by their first
+// line.
 func normalize(text string) string {
 	text = protoNumbers.Replace(text)
+	text = counterValues.ReplaceAllString(text, "counter packets 0 bytes 0")
 	var lines []string
 	var acc string
 	for _, l := range strings.Split(text, "\n") {

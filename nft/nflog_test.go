@@ -5,10 +5,12 @@ import (
 	"errors"
 	"net/netip"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/mdlayher/netlink"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
@@ -25,6 +27,7 @@ const (
 	nfulaCfgCmd  = 1
 	nfulaCfgMode = 2
 	nfulaPayload = 9
+	nfulaPrefix  = 10
 
 	nfulnlCfgCmdBind  = 1
 	nfulnlCopyPacket  = 2
@@ -73,9 +76,9 @@ func listenNFLog(t *testing.T, ns netns.NsHandle, group uint16) *nflogReader {
 	return &nflogReader{c: c}
 }
 
-// next returns the payload of the next logged packet, failing the test when
-// none arrives before deadline.
-func (r *nflogReader) next(t *testing.T, deadline time.Time) []byte {
+// next returns the prefix and payload of the next logged packet, failing the
+// test when none arrives before deadline.
+func (r *nflogReader) next(t *testing.T, deadline time.Time) (prefix string, payload []byte) {
 	t.Helper()
 	if err := r.c.SetReadDeadline(deadline); err != nil {
 		t.Fatal(err)
@@ -97,19 +100,26 @@ func (r *nflogReader) next(t *testing.T, deadline time.Time) []byte {
 				t.Fatalf("nflog: decode: %v", err)
 			}
 			for ad.Next() {
-				if ad.Type() == nfulaPayload {
-					return ad.Bytes()
+				switch ad.Type() {
+				case nfulaPrefix:
+					prefix = strings.TrimSuffix(ad.String(), "\x00")
+				case nfulaPayload:
+					payload = ad.Bytes()
 				}
 			}
 			if err := ad.Err(); err != nil {
 				t.Fatalf("nflog: decode: %v", err)
+			}
+			if payload != nil {
+				return prefix, payload
 			}
 		}
 	}
 }
 
 // TestKernelDeniedPacketIsLogged checks that a packet a policy drops reaches
-// the deny chain's nflog group with its addresses and port.
+// the deny chain's nflog group with its addresses and port and a prefix
+// naming the direction and namespace, and is counted for that namespace.
 func TestKernelDeniedPacketIsLogged(t *testing.T) {
 	c := newCluster(t, false)
 	syncOK(t, c.f, c.st.State, &model.Changes{Full: true})
@@ -128,7 +138,7 @@ spec:
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		pkt := log.next(t, deadline)
+		prefix, pkt := log.next(t, deadline)
 		if len(pkt) < 20 || pkt[0]>>4 != 4 {
 			continue
 		}
@@ -142,6 +152,32 @@ spec:
 			t.Logf("nflog: skipping logged packet %v -> %v proto %d port %d", src, dst, pkt[9], port)
 			continue
 		}
-		return
+		if want := "nfrouter deny ingress x: "; prefix != want {
+			t.Errorf("nflog prefix %q, want %q", prefix, want)
+		}
+		break
+	}
+
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c.f.parts[0].(*Firewall).denied)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	denied := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			denied[strings.Join(labels, ",")] = m.GetCounter().GetValue()
+		}
+	}
+	if denied["direction=ingress,namespace=x"] < 1 {
+		t.Errorf("nfrouter_firewall_denied_packets_total: %v, want x/ingress counted", denied)
+	}
+	if denied["direction=,namespace="] != 0 || len(denied) != 2 {
+		t.Errorf("nfrouter_firewall_denied_packets_total: %v, want only x/ingress and the empty node-wide chain", denied)
 	}
 }

@@ -25,9 +25,27 @@
 //	iso-{in,out}{4,6}/<ns>  local pods of <ns> isolated in that direction
 //	ns-in/<ns>   for each policy of <ns> with ingress rules, in name order:
 //	               ip daddr @<target set> jump np-in/<ns>/<name>   (and ip6)
-//	             then: jump deny
+//	             then: jump deny-in/<ns>
 //	np-in/<ns>/<name>  the policy's ingress rules; each accepts (peer ∧ port)
-//	deny         limit rate 10/minute burst 10 packets log group 100; drop
+//	deny-in/<ns> limit rate 10/minute burst 10 packets log prefix "nfrouter deny ingress <ns>: " group 100
+//	             counter drop
+//	deny         the same for pod addresses no namespace chain judged
+//	             (--netpol-default-deny), prefix "nfrouter deny: "
+//
+// Each deny chain's counter is exported as
+// nfrouter_firewall_denied_packets_total{namespace,direction}, read from the
+// kernel at scrape time; its limit is its own, so one noisy namespace does
+// not silence another's log. A rule's counter values are ignored when the
+// applier compares what it wrote with what it reads back.
+//
+// Before the dispatch, each base chain denies TCP packets without SYN on
+// the far side of an isolated pod (from an ingress-isolated pod, to an
+// egress-isolated one): only conntrack pickups get that far, and one coming
+// from the server side would reopen a connection in the direction the
+// policies do not judge. When a sync starts denying flows conntrack holds,
+// the firewall deletes their entries (nft/conntrack.go), judging each by
+// tracing its first packet through the planned table (Judge), so the next
+// packet of a denied connection is judged anew and dropped.
 //
 // Sets are shared between policies: their content is a function of a
 // canonical key, so identical selectors, named-port lists and ipBlocks use

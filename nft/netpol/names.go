@@ -75,6 +75,14 @@ func localPods(v6 bool) string  { return "local-pods-v" + fam(v6) }
 // nsChain names the chain that dispatches a namespace's pods to its policies.
 func nsChain(d direction, ns string) string { return "ns-" + d.String() + "/" + ns }
 
+// denyChain names the chain that logs, counts and drops what a
+// namespace's policies do not allow in direction d.
+func denyChain(d direction, ns string) string { return "deny-" + d.String() + "/" + ns }
+
+// denyPrefix is the NFLOG prefix of packets denyChain drops: the direction
+// and the namespace, so that a log line says whose policies denied it.
+func denyPrefix(d direction, ns string) string { return "nfrouter deny " + d.long() + " " + ns + ": " }
+
 // maxID keeps the longest object name (prefix + id) within the kernel's 255
 // bytes for chain and set names.
 const maxID = 200

@@ -109,8 +109,8 @@ func (p *Planner) installBase() {
 			p.putSet(ruleset.Set{Name: localPods(v6), Type: ruleset.AddrKey(v6), Comment: "local pods the firewall has programmed"})
 		}
 	}
-	p.putChain(&ruleset.Chain{Name: ChainDeny, Comment: "log (nflog group 100) and drop what no policy allows",
-		Rules: []ruleset.Rule{{Matches: []ruleset.Match{ruleset.LogLimited{Group: NFLogGroup}}}, {Verdict: ruleset.Drop{}}}})
+	p.putChain(denyRules(&ruleset.Chain{Name: ChainDeny,
+		Comment: "log (nflog group 100), count and drop traffic of pod addresses no namespace chain judged"}, "nfrouter deny: "))
 	for _, c := range baseChains() {
 		p.putChain(p.baseChainRules(c))
 	}
@@ -582,13 +582,17 @@ func (p *Planner) planNamespaceChains(ns string) {
 		}
 		if !isolated {
 			p.deleteChain(c.Name)
+			p.deleteChain(denyChain(d, ns))
 			for _, v6 := range p.fams.list() {
 				p.deleteSet(nsIsolatedSet(d, ns, v6))
 			}
 			continue
 		}
-		c.Rules = append(c.Rules, ruleset.Rule{Verdict: ruleset.Jump{Chain: ChainDeny}})
+		c.Rules = append(c.Rules, ruleset.Rule{Verdict: ruleset.Jump{Chain: denyChain(d, ns)}})
 		p.putChain(c)
+		p.putChain(denyRules(&ruleset.Chain{Name: denyChain(d, ns),
+			Comment: fmt.Sprintf("log (nflog group 100), count and drop what no %s policy of namespace %s allows", d.long(), ns)},
+			denyPrefix(d, ns)))
 	}
 }
 
@@ -617,6 +621,39 @@ func (p *Planner) planDispatch() {
 		c.Rules = append(c.Rules, ruleset.Rule{Verdict: ruleset.Jump{Chain: ChainDeny}})
 		p.putChain(c)
 	}
+}
+
+// denyRules gives c the rules of a deny chain: log at a rate of its own,
+// with prefix, then count and drop. A chain per namespace and direction
+// keeps one namespace's noise from using up another's log rate and counts
+// drops per namespace, at no cost per pod.
+func denyRules(c *ruleset.Chain, prefix string) *ruleset.Chain {
+	c.Rules = []ruleset.Rule{
+		{Matches: []ruleset.Match{ruleset.LogLimited{Group: NFLogGroup, Prefix: prefix}}},
+		{Matches: []ruleset.Match{ruleset.Counter{}}, Verdict: ruleset.Drop{}},
+	}
+	return c
+}
+
+// DenyChain is a chain that drops what a namespace's policies do not allow
+// in one direction; the namespace is "" for the chain of pod addresses no
+// namespace judged.
+type DenyChain struct {
+	Chain, Namespace string
+	Ingress          bool
+}
+
+// DenyChains lists the deny chains the table holds.
+func (p *Planner) DenyChains() []DenyChain {
+	out := []DenyChain{{Chain: ChainDeny}}
+	for _, ns := range slices.Sorted(maps.Keys(p.plansByNS)) {
+		for _, d := range []direction{ingress, egress} {
+			if p.nsIsolates(ns, d) {
+				out = append(out, DenyChain{Chain: denyChain(d, ns), Namespace: ns, Ingress: d == ingress})
+			}
+		}
+	}
+	return out
 }
 
 // nsIsolates reports whether some policy of namespace ns isolates its pods

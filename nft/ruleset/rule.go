@@ -196,17 +196,36 @@ func (m ICMPv6Type) compile(c *compiler) {
 }
 
 // LogLimited sends packets to nflog group Group, at most 10 a minute with a
-// burst of 10, as kube-router's NFLOG rule does.
-type LogLimited struct{ Group uint16 }
+// burst of 10, as kube-router's NFLOG rule does, with Prefix (if any) as
+// the log prefix. The rate is the rule's own: one LogLimited per chain
+// limits that chain's log lines.
+type LogLimited struct {
+	Group  uint16
+	Prefix string
+}
 
 func (m LogLimited) text() string {
+	if m.Prefix != "" {
+		return fmt.Sprintf("limit rate 10/minute burst 10 packets log prefix %q group %d", m.Prefix, m.Group)
+	}
 	return fmt.Sprintf("limit rate 10/minute burst 10 packets log group %d", m.Group)
 }
 
 func (m LogLimited) compile(c *compiler) {
-	c.add(&expr.Limit{Type: expr.LimitTypePkts, Rate: 10, Unit: expr.LimitTimeMinute, Burst: 10},
-		&expr.Log{Key: 1 << unix.NFTA_LOG_GROUP, Group: m.Group})
+	log := &expr.Log{Key: 1 << unix.NFTA_LOG_GROUP, Group: m.Group}
+	if m.Prefix != "" {
+		log.Key |= 1 << unix.NFTA_LOG_PREFIX
+		log.Data = []byte(m.Prefix)
+	}
+	c.add(&expr.Limit{Type: expr.LimitTypePkts, Rate: 10, Unit: expr.LimitTimeMinute, Burst: 10}, log)
 }
+
+// Counter counts the packets and bytes that reach it. nft lists the
+// current values; the rendering shows a fresh counter's.
+type Counter struct{}
+
+func (Counter) text() string        { return "counter packets 0 bytes 0" }
+func (Counter) compile(c *compiler) { c.add(&expr.Counter{}) }
 
 // Accept, Drop and Jump are the plain verdicts.
 type (

@@ -122,8 +122,8 @@ func (t *Table) match(m Match, pkt Packet) (bool, error) {
 		return pkt.Established, nil
 	case SourceNotLocal:
 		return !pkt.SrcLocal, nil
-	case LogLimited:
-		return true, nil // logs, and lets the packet on to the verdict
+	case LogLimited, Counter:
+		return true, nil // logs or counts, and lets the packet on
 	case L4Proto:
 		return pkt.Proto == m.Proto, nil
 	case TCPMidStream:
