@@ -32,7 +32,8 @@ type conntrackSweep struct {
 // Each entry is judged as its first packet was filtered: from its original
 // source to the address that answers (after DNAT, before SNAT), to the port
 // that answers. Entries whose source is one of the node's own addresses
-// are judged as the node's, which the firewall never filters.
+// are judged as the node's, which the firewall never filters, and those
+// delivered to one of them are not judged at all.
 func deleteDeniedFlows(nsFd int, judge flowJudge) (conntrackSweep, error) {
 	h, err := netlinkHandle(nsFd)
 	if err != nil {
@@ -108,6 +109,10 @@ func (f *deniedFlows) MatchConntrackFlow(flow *netlink.ConntrackFlow) bool {
 	}
 	pkt, ok := firstPacket(flow)
 	if !ok {
+		return false
+	}
+	if f.local[pkt.Dst] {
+		// Delivered to the node itself (input): no policy judges it.
 		return false
 	}
 	pkt.SrcLocal = f.local[pkt.Src]
