@@ -44,6 +44,7 @@ type Firewall struct {
 	planner      *netpol.Planner
 	policyErrors prometheus.Gauge
 	flowsDeleted prometheus.Counter
+	sweepErrors  prometheus.Counter
 	denied       *deniedCollector
 	reported     map[model.PolicyKey]string // compile errors already reported
 	noBridge     bool                       // br_netfilter absence already logged
@@ -65,15 +66,17 @@ func NewFirewall(t *ruleset.Table, cfg FirewallConfig) (*Firewall, error) {
 		Name: "policies_failed_closed", Help: "Network policies that could not be compiled and isolate their pods."})
 	deleted := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "nfrouter", Subsystem: "firewall",
 		Name: "conntrack_entries_deleted_total", Help: "Conntrack entries of connections deleted because a policy started denying them."})
+	sweepErrors := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "nfrouter", Subsystem: "firewall",
+		Name: "conntrack_errors_total", Help: "Failed passes over the conntrack table to delete connections policies began to deny."})
 	denied := newDeniedCollector(cfg.NetNSFd)
 	if cfg.Registerer != nil {
-		for _, c := range []prometheus.Collector{g, deleted, denied} {
+		for _, c := range []prometheus.Collector{g, deleted, sweepErrors, denied} {
 			if err := cfg.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("firewall: register metrics: %w", err)
 			}
 		}
 	}
-	f := &Firewall{cfg: cfg, log: log.With("part", "firewall"), table: t, policyErrors: g, flowsDeleted: deleted, denied: denied,
+	f := &Firewall{cfg: cfg, log: log.With("part", "firewall"), table: t, policyErrors: g, flowsDeleted: deleted, sweepErrors: sweepErrors, denied: denied,
 		planner:  netpol.New(t, netpol.Config{NodeName: cfg.NodeName, DefaultDeny: cfg.DefaultDeny}),
 		reported: map[model.PolicyKey]string{}}
 	denied.set(f.planner.DenyChains())
@@ -105,10 +108,16 @@ func (f *Firewall) Plan(ctx context.Context, state *model.State, changes *model.
 // since the module may be loaded, or a sysctl reset, after we start.
 func (f *Firewall) Applied(ctx context.Context, full bool) error {
 	if f.sweep {
+		// Without conntrack netlink (a module missing, a namespace that
+		// forbids it) denied connections live on, but the policies are
+		// programmed: report it and try again after the next sync, never
+		// fail the sync for it.
 		if err := f.deleteDeniedFlows(ctx); err != nil {
-			return err
+			f.sweepErrors.Inc()
+			f.log.WarnContext(ctx, "cannot delete the conntrack entries of connections policies now deny; they run on until they end", "error", err)
+		} else {
+			f.sweep = false
 		}
-		f.sweep = false
 	}
 	if !full {
 		return nil

@@ -22,7 +22,7 @@ var DefaultModules = []string{
 	"dummy", "ipip", "veth", "xfrm_user",
 	"nf_tables", "nft_ct", "nft_nat", "nft_chain_nat", "nft_masq", "nft_redir",
 	"nft_numgen", "nft_hash", "nft_limit", "nft_log", "nft_reject_inet",
-	"nft_fib_inet", "nft_quota", "nfnetlink_log",
+	"nft_fib_inet", "nft_quota", "nfnetlink_log", "nf_conntrack_netlink",
 }
 
 // PackageModulesFile, in a package's testdata directory, names further
