@@ -95,7 +95,7 @@ func agent(ctx context.Context, o *options, stdout io.Writer, log *slog.Logger) 
 	log.Info("Starting nfrouter", "version", version, "once", o.once, "dryRun", o.dryRun)
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newBuildInfo())
 	metrics := watch.NewMetrics(reg)
 
 	w := wiring{o: o, nodeName: nodeName, log: log}
@@ -147,7 +147,7 @@ func agent(ctx context.Context, o *options, stdout io.Writer, log *slog.Logger) 
 
 	if !o.once {
 		if o.metricsPort != 0 {
-			if err := serveMetrics(ctx, o.metricsAddr, o.metricsPort, o.metricsPath, reg, log); err != nil {
+			if err := serveMetrics(ctx, o.metricsAddr, o.metricsPort, o.metricsPath, reg, o.enablePprof, log); err != nil {
 				return err
 			}
 		}
