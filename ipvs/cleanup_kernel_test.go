@@ -81,8 +81,8 @@ func TestKernelCleanupRemovesOursOnly(t *testing.T) {
 		return removed
 	}
 	removed := cleanup()
-	for _, want := range []string{"IPVS service TCP/10.96.0.10:80", "IPVS service TCP/[fd00:96::10]:80", "IPVS service TCP/192.168.1.10:30080",
-		"IPVS service TCP/[fd00:1::10]:30080", "IPVS service UDP/10.96.0.53:53", "interface kube-dummy-if ("} {
+	for _, want := range []string{"IPVS service tcp/10.96.0.10:80", "IPVS service tcp/[fd00:96::10]:80", "IPVS service tcp/192.168.1.10:30080",
+		"IPVS service tcp/[fd00:1::10]:30080", "IPVS service udp/10.96.0.53:53", "interface kube-dummy-if ("} {
 		if !slices.ContainsFunc(removed, func(r string) bool { return strings.HasPrefix(r, want) }) {
 			t.Errorf("cleanup did not report %q: %q", want, removed)
 		}
