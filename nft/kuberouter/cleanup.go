@@ -129,7 +129,7 @@ func removeIptablesNFT(conn *nftables.Conn, sets *ipsetConn) ([]string, error) {
 				return nil, fmt.Errorf("list rules of %s %s %s: %w", familyName(t.Family), t.Name, c.Name, err)
 			}
 			for _, r := range rules {
-				why, err := kubeRouterRule(r, nameOf)
+				why, err := kubeRouterRule(t.Name, c.Name, r, nameOf)
 				if err != nil {
 					return nil, fmt.Errorf("rule %d of %s %s %s: %w", r.Handle, familyName(t.Family), t.Name, c.Name, err)
 				}
@@ -169,16 +169,20 @@ func isKubeRouterTable(t *nftables.Table) bool {
 	})
 }
 
-// kubeRouterRule says why r is kube-router's ("jumps to KUBE-ROUTER-INPUT",
-// "matches ipset kube-router-pod-subnets"), or "" when it is not.
-func kubeRouterRule(r *nftables.Rule, nameOf func(uint16) (string, error)) (string, error) {
+// kubeRouterRule says why r, a rule of chain in table, is kube-router's
+// ("jumps to KUBE-ROUTER-INPUT", "matches ipset kube-router-pod-subnets"), or
+// "" when it is not.
+func kubeRouterRule(table, chain string, r *nftables.Rule, nameOf func(uint16) (string, error)) (string, error) {
 	for _, e := range r.Exprs {
 		switch e := e.(type) {
-		case *expr.Verdict:
-			if (e.Kind == expr.VerdictJump || e.Kind == expr.VerdictGoto) && isKubeRouterChain(e.Chain) {
-				return "jumps to " + e.Chain, nil
-			}
 		case *expr.Match:
+			if e.Name == "ipvs" && table == "nat" && chain == "POSTROUTING" {
+				// kube-router's masquerade of IPVS traffic (-m ipvs
+				// --vdir ORIGINAL --vmethod MASQ … -j SNAT), written
+				// straight into POSTROUTING: nobody else matches IPVS
+				// connections there.
+				return "masquerades IPVS connections (kube-router's -m ipvs rule)", nil
+			}
 			if e.Name != "set" {
 				continue
 			}
@@ -194,6 +198,10 @@ func kubeRouterRule(r *nftables.Rule, nameOf func(uint16) (string, error)) (stri
 			}
 			if isKubeRouterSet(name) {
 				return "matches ipset " + name, nil
+			}
+		case *expr.Verdict:
+			if (e.Kind == expr.VerdictJump || e.Kind == expr.VerdictGoto) && isKubeRouterChain(e.Chain) {
+				return "jumps to " + e.Chain, nil
 			}
 		}
 	}
