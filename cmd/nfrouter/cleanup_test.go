@@ -163,9 +163,10 @@ func nodeNS(t *testing.T) (netns.NsHandle, *netlink.Handle) {
 	return ns, h
 }
 
-// TestCleanupRemovesWhatNFRouterProgrammedAndNothingElse programs the
-// firewall, the nftables service proxy and pod egress with --once, adds
-// routes of the router's protocol (no BGP peer answers here), then checks
+// TestCleanupRemovesWhatNFRouterProgrammedAndNothingElse runs the agent
+// with --once: firewall, nftables service proxy, router with pod egress (its
+// BGP peer, node-2, is not there, so the routes it would learn are added by
+// hand with its protocol); then it checks
 // that cleanup returns the namespace to what it was, object by object,
 // foreign table and routes included, and that a second run has nothing to do.
 func TestCleanupRemovesWhatNFRouterProgrammedAndNothingElse(t *testing.T) {
@@ -174,7 +175,7 @@ func TestCleanupRemovesWhatNFRouterProgrammedAndNothingElse(t *testing.T) {
 	before := snapshot(t, ns)
 
 	runOnceIn(t, ns, "--manifests", filepath.Join("..", "..", "deploy", "examples"), "--hostname-override", "node-1",
-		"--service-proxy=nftables", "--run-router=false", "--enable-pod-egress", "--once", "--log-format", "json")
+		"--service-proxy=nftables", "--run-router=true", "--once", "--log-format", "json")
 	eth0, err := h.LinkByName("eth0")
 	if err != nil {
 		t.Fatal(err)
@@ -210,6 +211,18 @@ func TestCleanupRemovesWhatNFRouterProgrammedAndNothingElse(t *testing.T) {
 	}
 	if out := cleanupIn(t, ns, "--kube-router-leftovers"); out != "nothing to do\n" {
 		t.Errorf("cleanup --kube-router-leftovers without kube-router's objects: %q, want nothing to do", out)
+	}
+	// kube-router's spelling, with a kube-router DaemonSet's arguments.
+	var code int
+	var stdout string
+	if err := kerneltest.Do(ns, func() error {
+		code, stdout, _ = runCommand(t, "--run-router=true", "--bgp-graceful-restart=true", "--cleanup-config")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if code != exitOK || stdout != "nothing to do\n" {
+		t.Errorf("--cleanup-config: exit %d, %q", code, stdout)
 	}
 }
 
