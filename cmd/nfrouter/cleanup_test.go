@@ -328,3 +328,26 @@ func TestCleanupRemovesKubeRouterLeftovers(t *testing.T) {
 		t.Errorf("second cleanup: %q, want nothing to do", out)
 	}
 }
+
+// TestCleanupSaysWhatItCannotRemove: kube-router's chains in iptables-legacy
+// (x_tables) are out of netlink's reach; cleanup says so and how to remove
+// them, and leaves them.
+func TestCleanupSaysWhatItCannotRemove(t *testing.T) {
+	kerneltest.RequireRoot(t)
+	ns := kerneltest.NewNetNS(t)
+	runIn(t, ns, "iptables-legacy", "-N", "KUBE-ROUTER-INPUT")
+	runIn(t, ns, "iptables-legacy", "-A", "INPUT", "-j", "KUBE-ROUTER-INPUT")
+	out := cleanupIn(t, ns, "--kube-router-leftovers")
+	for _, want := range []string{"nothing to do\n", "not removed: this node has iptables-legacy (x_tables) tables (iptables-legacy: filter)",
+		"kube-router --cleanup-config", "iptables-legacy -X NAME"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("cleanup output lacks %q:\n%s", want, out)
+		}
+	}
+	if rules := runIn(t, ns, "iptables-legacy", "-S", "INPUT"); !strings.Contains(rules, "-j KUBE-ROUTER-INPUT") {
+		t.Errorf("the legacy rule is gone:\n%s", rules)
+	}
+	if out := cleanupIn(t, ns); out != "nothing to do\n" {
+		t.Errorf("cleanup without --kube-router-leftovers: %q", out)
+	}
+}
