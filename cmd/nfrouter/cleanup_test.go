@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -135,6 +136,20 @@ func cleanupIn(t *testing.T, ns netns.NsHandle, args ...string) string {
 // nftables table with a chain, a static route, a route of bird's protocol.
 func nodeNS(t *testing.T) (netns.NsHandle, *netlink.Handle) {
 	ns := kerneltest.NewNetNS(t)
+	// IPv6 off in this namespace (node-1 has no IPv6 address): the kernel
+	// adds a veth's fe80::/64 and ff00::/8 routes when its carrier comes up,
+	// asynchronously (linkwatch), which would race the snapshots.
+	if err := kerneltest.Do(ns, func() error {
+		for _, conf := range []string{"all", "default"} {
+			// /proc/sys/net is the namespace of the thread that opens it.
+			if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+conf+"/disable_ipv6", []byte("1"), 0o644); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("disable IPv6 in the test namespace: %v", err)
+	}
 	h := kerneltest.Handle(t, ns)
 	if err := h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "eth0"}, PeerName: "peer0"}); err != nil {
 		t.Fatal(err)

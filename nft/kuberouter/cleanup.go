@@ -13,11 +13,14 @@ import (
 	"github.com/google/nftables/xt"
 )
 
-// kube-router's nftables tables (its experimental nftables policy backend).
-var nftTables = []struct {
+// table names an nftables table.
+type table struct {
 	family nftables.TableFamily
 	name   string
-}{
+}
+
+// kube-router's nftables tables (its experimental nftables policy backend).
+var nftTables = []table{
 	{nftables.TableFamilyIPv4, "kube-router-filter-ipv4"},
 	{nftables.TableFamilyIPv6, "kube-router-filter-ipv6"},
 }
@@ -161,12 +164,7 @@ func removeIptablesNFT(conn *nftables.Conn, sets *ipsetConn) ([]string, error) {
 }
 
 func isKubeRouterTable(t *nftables.Table) bool {
-	return slices.ContainsFunc(nftTables, func(k struct {
-		family nftables.TableFamily
-		name   string
-	}) bool {
-		return k.family == t.Family && k.name == t.Name
-	})
+	return slices.Contains(nftTables, table{t.Family, t.Name})
 }
 
 // kubeRouterRule says why r, a rule of chain in table, is kube-router's
