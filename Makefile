@@ -12,7 +12,8 @@ LDFLAGS   := -X main.version=$(VERSION)
 
 # Debian packages the tests need: nft for round-trip checks, iproute2 for test
 # namespaces, strace to prove that nothing is exec'd, qemu/cpio/kmod for the VM tier.
-TEST_PACKAGES := nftables iproute2 strace qemu-system-x86 cpio kmod bird2
+# iptables (iptables-nft) and ipset make kube-router's leftovers for the cleanup test.
+TEST_PACKAGES := nftables iproute2 strace qemu-system-x86 cpio kmod bird2 iptables ipset
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 

@@ -42,6 +42,10 @@ type Config struct {
 	GracefulRestartDeferral time.Duration
 
 	NodesFullMesh bool
+	// DisableIBGP peers with no node at all (kube-router's
+	// --enable-ibgp=false): full mesh and route reflectors are off, only
+	// external routers remain.
+	DisableIBGP bool
 	// PeerRouters are external routers every node peers with.
 	PeerRouters []ExternalPeer
 	// MultihopTTL is the TTL of eBGP sessions to external routers; 0 or 1

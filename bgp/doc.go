@@ -18,6 +18,10 @@
 //   - Kernel (kernel.go): the only code that touches netlink. Every route we
 //     install carries RouteProtocol, and only routes with that protocol are
 //     ever listed, replaced or deleted; tunnels carry the TunnelPrefix name.
+//     One exception, for nodes switching from kube-router: a route of
+//     kube-router's protocol (0x11) for a prefix we route is replaced by ours
+//     in place, and kube-router's ipip tunnel to the same node (tun-<hash>)
+//     gives way to ours. cleanup.go removes what is left of either.
 //   - Router (router.go): the watch.Backend. Sync plans peers and paths from the
 //     model; a goroutine of its own applies best-path events as they arrive
 //     (one event, one route operation) and periodically reads the kernel back

@@ -116,7 +116,9 @@ func (k *Kernel) ownsRoute(dst netip.Prefix) (bool, error) {
 		return false, fmt.Errorf("list routes for %s: %w", dst, err)
 	}
 	for _, r := range rs {
-		if r.Protocol != RouteProtocol {
+		// kube-router's routes are taken over in place, so that a node
+		// switching from kube-router keeps forwarding.
+		if r.Protocol != RouteProtocol && r.Protocol != KubeRouterRouteProtocol {
 			return false, nil
 		}
 	}
@@ -149,7 +151,18 @@ func (k *Kernel) ensureTunnel(name string, local, remote netip.Addr) (int, error
 		return l.Attrs().Index, nil
 	}
 	t := &netlink.Iptun{LinkAttrs: netlink.LinkAttrs{Name: name}, Local: local.AsSlice(), Remote: remote.AsSlice(), Ttl: 64, PMtuDisc: 1}
-	if err := k.h.LinkAdd(t); err != nil {
+	err := k.h.LinkAdd(t)
+	if errors.Is(err, unix.EEXIST) {
+		// The kernel allows one ipip tunnel per pair of endpoints: a
+		// kube-router tunnel to the same node gives way to ours.
+		var removed bool
+		if removed, err = k.removeKubeRouterTunnel(local, remote); err == nil && removed {
+			err = k.h.LinkAdd(t)
+		} else if err == nil {
+			err = unix.EEXIST
+		}
+	}
+	if err != nil {
 		return 0, fmt.Errorf("add ipip tunnel %s to %s: %w", name, remote, err)
 	}
 	l, err := k.h.LinkByName(name)
@@ -160,6 +173,26 @@ func (k *Kernel) ensureTunnel(name string, local, remote netip.Addr) (int, error
 		return 0, fmt.Errorf("tunnel %s up: %w", name, err)
 	}
 	return l.Attrs().Index, nil
+}
+
+// removeKubeRouterTunnel deletes kube-router's ipip tunnel between local and
+// remote, if there is one.
+func (k *Kernel) removeKubeRouterTunnel(local, remote netip.Addr) (bool, error) {
+	links, err := k.h.LinkList()
+	if err != nil {
+		return false, fmt.Errorf("list links: %w", err)
+	}
+	for _, l := range links {
+		t, ok := l.(*netlink.Iptun)
+		if !ok || !kubeRouterTunnel.MatchString(t.Name) || !t.Local.Equal(local.AsSlice()) || !t.Remote.Equal(remote.AsSlice()) {
+			continue
+		}
+		if err := k.h.LinkDel(l); err != nil {
+			return false, fmt.Errorf("remove kube-router's tunnel %s: %w", t.Name, err)
+		}
+		return true, nil
+	}
+	return false, nil
 }
 
 // Tunnels lists our tunnels by name.

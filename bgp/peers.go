@@ -61,7 +61,8 @@ type PeerPlan struct {
 //   - with --nodes-full-mesh, every other node that is not a client and has
 //     the same ASN (kube-router.io/node.asn, else the cluster ASN) is a peer;
 //   - external routers from the flags and from this node's kube-router.io/peers
-//     annotation (which wins for the same address).
+//     annotation (which wins for the same address);
+//   - with DisableIBGP, no node at all: only the external routers.
 //
 // Two nodes peer once per family both have an address of (AddrsOf): a
 // dual-stack pair has an IPv4 session between their IPv4 addresses and an
@@ -110,6 +111,9 @@ func PlanPeers(cfg *Config, nodes map[string]*model.Node) (PeerPlan, error) {
 			if !plan.Local.Has(addr) {
 				plan.NodeAddrs[addr] = name
 			}
+		}
+		if cfg.DisableIBGP {
+			continue
 		}
 		other, _ := parseNodeSettings(n)
 		asn := cfg.ClusterASN

@@ -104,6 +104,14 @@ func TestPlanPeers(t *testing.T) {
 		{name: "malformed rr id ignored",
 			nodes: nodes(node("n1", "10.0.0.1", map[string]string{a + "rr.client": "not-an-id"}), node("n2", "10.0.0.2", nil)),
 			want:  "10.0.0.2/64512", asn: 64512, problems: 1},
+		{name: "iBGP off: no node, not even a route reflector, only external routers",
+			cfg: func(c *Config) {
+				c.DisableIBGP = true
+				c.PeerRouters = []ExternalPeer{{Addr: netip.MustParseAddr("192.0.2.1"), ASN: 65000}}
+			},
+			nodes: nodes(node("n1", "10.0.0.1", map[string]string{a + "rr.server": "1"}),
+				node("n2", "10.0.0.2", map[string]string{a + "rr.server": "1"}), node("n3", "10.0.0.3", nil)),
+			want: "192.0.2.1/65000", asn: 64512},
 		{name: "peer routers with ports, passwords and multihop",
 			cfg: func(c *Config) {
 				c.MultihopTTL = 4

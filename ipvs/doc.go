@@ -20,6 +20,8 @@
 //     touches only the changed virtual services and never lists IPVS; a full
 //     sync lists IPVS and our interface and repairs drift.
 //   - Proxy (proxy.go): the watch.Backend, with metrics and Events.
+//   - Cleanup (cleanup.go): removes the services we own and kube-dummy-if,
+//     for `nfrouter cleanup`, by the ownership rule below.
 //
 // # Kernel quirks
 //

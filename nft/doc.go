@@ -13,11 +13,15 @@
 //     session affinity in dynamic maps. Pure; its package comment describes
 //     its layout.
 //   - nft/egress: pod egress masquerading.
+//   - nft/kuberouter: removes what kube-router leaves in netfilter (ipsets,
+//     iptables-nft chains and the rules that use them, its nftables tables),
+//     for nodes switching from it.
 //   - this package: the applier (diff against an element-level cache of what is
 //     programmed, one batch per sync, read-back and repair on full syncs), the
 //     netlink transport, metrics, and Backend, the watch backend, which
 //     composes Parts: Firewall, ServiceProxy, and the parts of other
 //     packages (the IPVS proxy's NAT helpers).
+//     Cleanup (cleanup.go) deletes the table, for `nfrouter cleanup`.
 //
 // Each part writes its own objects into the one ruleset.Table under names of
 // its own (the service proxy's all start with "service"); the applier does

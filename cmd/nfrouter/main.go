@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,6 +47,14 @@ func main() {
 
 // run is the whole command, with its outputs passed in so tests can drive it.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, ok := commands[args[0]]
+		if !ok {
+			fmt.Fprintf(stderr, "nfrouter: unknown command %q (see --help)\n", args[0])
+			return exitUsage
+		}
+		return cmd.run(ctx, args[1:], stdout, stderr)
+	}
 	o, err := parseOptions(args)
 	var help *helpRequested
 	if errors.As(err, &help) {
@@ -60,7 +69,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "nfrouter", version)
 		return exitOK
 	}
+	if o.cleanupConfig {
+		// kube-router's spelling of `nfrouter cleanup`.
+		return runCleanup(ctx, []string{"--service-node-port-range", o.proxy.nodePortRange}, stdout, stderr)
+	}
 	log := newLogger(stderr, o.logFormat, o.verbosity)
+	if len(o.ignoredFlags) > 0 {
+		log.Warn("Ignoring kube-router flags that mean nothing to nfrouter (see the README's table)", "flags", o.ignoredFlags)
+	}
 	if err := agent(ctx, o, stdout, log); err != nil {
 		log.Error("nfrouter failed", "error", err)
 		return exitFailure
@@ -79,7 +95,7 @@ func agent(ctx context.Context, o *options, stdout io.Writer, log *slog.Logger) 
 	log.Info("Starting nfrouter", "version", version, "once", o.once, "dryRun", o.dryRun)
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newBuildInfo())
 	metrics := watch.NewMetrics(reg)
 
 	w := wiring{o: o, nodeName: nodeName, log: log}
@@ -131,7 +147,7 @@ func agent(ctx context.Context, o *options, stdout io.Writer, log *slog.Logger) 
 
 	if !o.once {
 		if o.metricsPort != 0 {
-			if err := serveMetrics(ctx, o.metricsAddr, o.metricsPort, o.metricsPath, reg, log); err != nil {
+			if err := serveMetrics(ctx, o.metricsAddr, o.metricsPort, o.metricsPath, reg, o.enablePprof, log); err != nil {
 				return err
 			}
 		}

@@ -52,7 +52,7 @@ func TestUsageErrorsAreOneLineAndExitTwo(t *testing.T) {
 		{[]string{"--min-sync-interval", "10m", "--sync-period", "1m"}, "--min-sync-interval must be between 0 and --sync-period"},
 		{[]string{"--dry-run", "--run-firewall=false", "--run-service-proxy=false", "--enable-pod-egress=false"}, "--dry-run prints the nftables table, which needs --run-firewall, --run-service-proxy or --enable-pod-egress"},
 		{[]string{"--health-port", "70000"}, "invalid argument"},
-		{[]string{"stray"}, `unexpected argument "stray"`},
+		{[]string{"stray"}, `unknown command "stray"`},
 	} {
 		code, stdout, stderr := runCommand(t, tc.args...)
 		if code != exitUsage {

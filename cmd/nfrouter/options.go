@@ -38,6 +38,13 @@ type options struct {
 	metricsPath string
 	healthAddr  string
 	healthPort  uint16
+	enablePprof bool
+
+	// cleanupConfig is kube-router's spelling of `nfrouter cleanup`.
+	cleanupConfig bool
+	// ignoredFlags are the kube-router flags given that mean nothing here,
+	// for one warning at start.
+	ignoredFlags []string
 
 	verbosity int
 	logFormat string
@@ -82,22 +89,46 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.metricsPath, "metrics-path", "/metrics", "Path of the metrics endpoint.")
 	fs.StringVar(&o.healthAddr, "health-addr", "", "Address to serve /healthz on (all addresses when empty).")
 	fs.Uint16Var(&o.healthPort, "health-port", 20244, "Port to serve /healthz on; 0 disables.")
+	fs.BoolVar(&o.enablePprof, "enable-pprof", false, "Serve Go's profiles at /debug/pprof/ on the metrics listener.")
+	fs.BoolVar(&o.cleanupConfig, "cleanup-config", false, "Remove what nfrouter programmed on this node and exit (as `nfrouter cleanup`).")
 
 	fs.IntVarP(&o.verbosity, "v", "v", 0, "Log verbosity: 0 logs state changes, 1 and more add per-event detail.")
 	fs.StringVar(&o.logFormat, "log-format", "", "Log format, text or json; text on a terminal, json otherwise.")
 	fs.BoolVar(&o.once, "once", false, "Run one full sync, then exit: non-zero when it failed.")
-	fs.BoolVar(&o.version, "version", false, "Print the version and exit.")
+	fs.BoolVarP(&o.version, "version", "V", false, "Print the version and exit.")
+	addKubeRouterFlags(fs)
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			return nil, &helpRequested{usage: "Usage of nfrouter:\n" + fs.FlagUsages()}
+			return nil, &helpRequested{usage: "Usage of nfrouter [COMMAND] [flags]; without a command it runs the agent.\n\n" +
+				commandUsage() + "\nFlags of the agent (kube-router's that nfrouter ignores or refuses are accepted too; see the README):\n" + fs.FlagUsages()}
 		}
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	return o, o.validate()
+	o.applyKubeRouterAliases(fs)
+	ignored, refused := checkKubeRouterFlags(fs)
+	o.ignoredFlags = ignored
+	if err := o.validate(); err != nil || len(refused) > 0 {
+		if err != nil {
+			refused = append(refused, err.Error())
+		}
+		return nil, errors.New(strings.Join(refused, "; "))
+	}
+	return o, nil
+}
+
+// applyKubeRouterAliases gives kube-router's flags whose meaning depends on
+// whether they were given their effect.
+func (o *options) applyKubeRouterAliases(fs *pflag.FlagSet) {
+	if fs.Changed("ipvs-graceful-termination") && !o.proxy.gracefulTermination {
+		o.proxy.gracePeriod = 0
+	}
+	if fs.Changed("injected-routes-sync-period") {
+		o.router.routesSyncPeriod = o.router.injectedRoutesSyncPeriod
+	}
 }
 
 func (o *options) validate() error {
@@ -121,6 +152,9 @@ func (o *options) validate() error {
 	}
 	if o.dryRun && !o.runFirewall && !o.runServiceProxy && !(o.runRouter && o.router.enablePodEgress) {
 		errs = append(errs, "--dry-run prints the nftables table, which needs --run-firewall, --run-service-proxy or --enable-pod-egress")
+	}
+	if o.enablePprof && o.metricsPort == 0 {
+		errs = append(errs, "--enable-pprof serves on the metrics listener: set --metrics-port")
 	}
 	if o.verbosity < 0 {
 		errs = append(errs, fmt.Sprintf("-v must not be negative, not %d", o.verbosity))

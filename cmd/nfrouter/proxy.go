@@ -29,6 +29,7 @@ type proxyOptions struct {
 	mode                string
 	nodePortBindOnAllIP bool
 	gracePeriod         time.Duration
+	gracefulTermination bool
 	nodePortRange       string
 	masqueradeAll       bool
 	clusterCIDRs        []string
@@ -43,6 +44,7 @@ func (p *proxyOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&p.mode, "service-proxy", proxyModeAuto, "Service proxy mode: ipvs, nftables, or auto (IPVS where the kernel offers it).")
 	fs.BoolVar(&p.nodePortBindOnAllIP, "nodeport-bindon-all-ip", false, "Serve NodePorts on every address of the Node object, not only on its node IP of each family.")
 	fs.DurationVar(&p.gracePeriod, "ipvs-graceful-period", 30*time.Second, "How long a removed IPVS destination keeps its connections (at weight 0) before it is deleted; 0 deletes it at once.")
+	fs.BoolVar(&p.gracefulTermination, "ipvs-graceful-termination", true, "Drain removed IPVS destinations for --ipvs-graceful-period (kube-router's flag; nfrouter always drains, false deletes at once).")
 	fs.StringVar(&p.nodePortRange, "service-node-port-range", "30000-32767", "The cluster's NodePort range; IPVS services on node addresses in it are nfrouter's.")
 	fs.BoolVar(&p.masqueradeAll, "masquerade-all", false, "Masquerade all traffic to services, not only traffic from outside the cluster CIDRs.")
 	fs.StringSliceVar(&p.clusterCIDRs, "cluster-cidr", nil, "The cluster's pod CIDRs (one per family, comma-separated); traffic to a service from outside them is masqueraded. Default: the pod CIDRs of all Node objects.")

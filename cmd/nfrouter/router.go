@@ -25,6 +25,7 @@ type routerOptions struct {
 	gracefulRestartTime     time.Duration
 	gracefulRestartDeferral time.Duration
 	nodesFullMesh           bool
+	enableIBGP              bool
 	peerIPs                 []string
 	peerASNs                []uint
 	peerPorts               []uint
@@ -39,6 +40,9 @@ type routerOptions struct {
 	overlayType             string
 	enablePodEgress         bool
 	routesSyncPeriod        time.Duration
+	// injectedRoutesSyncPeriod is kube-router's name for routesSyncPeriod;
+	// given, it wins.
+	injectedRoutesSyncPeriod time.Duration
 
 	// Parsed by validate.
 	routerAddr  netip.Addr
@@ -55,6 +59,7 @@ func (r *routerOptions) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&r.gracefulRestartTime, "bgp-graceful-restart-time", d.GracefulRestartTime, "Graceful restart time announced to peers.")
 	fs.DurationVar(&r.gracefulRestartDeferral, "bgp-graceful-restart-deferral-time", d.GracefulRestartDeferral, "How long a restarted router keeps its old routes waiting for End-of-RIB.")
 	fs.BoolVar(&r.nodesFullMesh, "nodes-full-mesh", true, "Peer every node with every other node (iBGP full mesh).")
+	fs.BoolVar(&r.enableIBGP, "enable-ibgp", true, "Peer with the other nodes; false peers only with external routers.")
 	fs.StringSliceVar(&r.peerIPs, "peer-router-ips", nil, "External BGP peers every node peers with.")
 	fs.UintSliceVar(&r.peerASNs, "peer-router-asns", nil, "ASNs of --peer-router-ips, in order.")
 	fs.UintSliceVar(&r.peerPorts, "peer-router-ports", nil, "Ports of --peer-router-ips, in order (default 179).")
@@ -69,6 +74,7 @@ func (r *routerOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&r.overlayType, "overlay-type", bgp.OverlaySubnet, "subnet: tunnel only to other subnets; full: tunnel to every node.")
 	fs.BoolVar(&r.enablePodEgress, "enable-pod-egress", true, "Masquerade pod traffic leaving the cluster CIDRs.")
 	fs.DurationVar(&r.routesSyncPeriod, "routes-sync-period", bgp.DefaultRouteCheckPeriod, "How often installed routes are read back and repaired.")
+	fs.DurationVar(&r.injectedRoutesSyncPeriod, "injected-routes-sync-period", bgp.DefaultRouteCheckPeriod, "kube-router's name for --routes-sync-period; given, it wins.")
 }
 
 // validate returns one message per invalid flag, and keeps the parsed values.
@@ -78,13 +84,18 @@ func (r *routerOptions) validate() []string {
 	if r.peerRouters, err = r.parsePeers(); err != nil {
 		out = append(out, err.Error())
 	}
-	if r.routerID != "" {
+	if r.routerID == "generate" {
+		out = append(out, "--router-id=generate: nfrouter does not implement generated router IDs; give an IPv4 address, or none to take the node's")
+	} else if r.routerID != "" {
 		if r.routerAddr, err = netip.ParseAddr(r.routerID); err != nil || !r.routerAddr.Is4() {
 			out = append(out, fmt.Sprintf("--router-id %q: want an IPv4 address", r.routerID))
 		}
 	}
 	if r.overlayType != bgp.OverlaySubnet && r.overlayType != bgp.OverlayFull {
 		out = append(out, fmt.Sprintf("--overlay-type %q: want subnet or full", r.overlayType))
+	}
+	if r.routesSyncPeriod <= 0 {
+		out = append(out, "--routes-sync-period: must be positive")
 	}
 	if r.holdTime < 3*time.Second {
 		out = append(out, "--bgp-holdtime: at least 3s")
@@ -142,6 +153,7 @@ func newRouter(w wiring) (watch.Backend, func() error, error) {
 	cfg.NodeName, cfg.RouterID = nodeName, r.routerAddr
 	cfg.ClusterASN, cfg.Port, cfg.HoldTime = r.clusterASN, r.bgpPort, r.holdTime
 	cfg.GracefulRestart, cfg.GracefulRestartTime, cfg.GracefulRestartDeferral = r.gracefulRestart, r.gracefulRestartTime, r.gracefulRestartDeferral
+	cfg.DisableIBGP = !r.enableIBGP
 	cfg.NodesFullMesh, cfg.MultihopTTL, cfg.PeerRouters = r.nodesFullMesh, r.multihopTTL, r.peerRouters
 	cfg.AdvertisePodCIDR, cfg.AdvertiseClusterIP, cfg.AdvertiseExternalIP, cfg.AdvertiseLoadBalancerIP =
 		r.advertisePodCIDR, r.advertiseClusterIP, r.advertiseExternalIP, r.advertiseLBIP

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -16,11 +18,24 @@ import (
 	"github.com/nfrouter/nfrouter/watch"
 )
 
-// serveMetrics serves Prometheus metrics from reg until ctx is done.
-func serveMetrics(ctx context.Context, addr string, port uint16, path string, reg *prometheus.Registry, log *slog.Logger) error {
+// serveMetrics serves Prometheus metrics from reg until ctx is done, and
+// with pprofToo Go's profiles under /debug/pprof/.
+func serveMetrics(ctx context.Context, addr string, port uint16, path string, reg *prometheus.Registry, pprofToo bool, log *slog.Logger) error {
+	return serve(ctx, "metrics", net.JoinHostPort(addr, strconv.Itoa(int(port))), metricsHandler(path, reg, pprofToo), log)
+}
+
+// metricsHandler serves reg at path, and Go's profiles with pprofToo.
+func metricsHandler(path string, reg *prometheus.Registry, pprofToo bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(path, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	return serve(ctx, "metrics", net.JoinHostPort(addr, strconv.Itoa(int(port))), mux, log)
+	if pprofToo {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return mux
 }
 
 // serveHealth serves /healthz (liveness: 503 once a backend has failed, or not
@@ -61,4 +76,16 @@ func serve(ctx context.Context, name, addr string, h http.Handler, log *slog.Log
 	}()
 	log.Info("Serving", "server", name, "addr", ln.Addr().String())
 	return nil
+}
+
+// newBuildInfo is nfrouter_build_info: 1, labelled with the version and the
+// Go release that built it.
+func newBuildInfo() prometheus.Collector {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "nfrouter", Name: "build_info",
+		Help:        "Always 1; the labels say which nfrouter runs.",
+		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()},
+	})
+	g.Set(1)
+	return g
 }
