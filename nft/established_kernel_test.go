@@ -154,7 +154,6 @@ func (bed *pathsBed) relabel(t *testing.T, k model.PodKey, labels map[string]str
 	pod := *next.Pods[k]
 	pod.Labels = labels
 	next.Pods[k] = &pod
-	next.ServicePorts, next.Endpoints = bed.st.ServicePorts, bed.st.Endpoints
 	bed.st = next
 	ch := &model.Changes{}
 	ch.Pods.Add(k)

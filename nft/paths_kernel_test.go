@@ -3,11 +3,8 @@ package nft
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/netip"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -102,7 +99,8 @@ func newPathsBed(t *testing.T, mode string, fw FirewallConfig) *pathsBed {
 	addPod("node-b", "x/client-b", map[string]string{"role": "client"}, "10.244.2.2", "fd00:2::2")
 	addPod("node-b", "y/web-b", map[string]string{"app": "web", "pod": "web-b"}, "10.244.2.11", "fd00:2::11")
 	for _, key := range []string{"y/web-a", "y/web-b"} {
-		serveWeb(t, bed.pods[key], webPortNumber)
+		bed.pods[key].Serve(t, "tcp", webPortNumber)
+		bed.pods[key].Serve(t, "udp", webPortNumber)
 	}
 	bed.outsid = a.AddPod("outside", modeltest.Addrs("192.168.50.2", "fd00:50::2")...)
 
@@ -191,20 +189,8 @@ func (bed *pathsBed) sync(t *testing.T, ch *model.Changes) {
 // setPolicies replaces every policy with those of yaml on both nodes.
 func (bed *pathsBed) setPolicies(t *testing.T, yaml string) {
 	t.Helper()
-	next := bed.st.Clone()
-	ch := &model.Changes{}
-	for k := range next.Policies {
-		delete(next.Policies, k)
-		ch.Policies.Add(k)
-	}
-	if err := next.Apply([]byte(yaml)); err != nil {
-		t.Fatal(err)
-	}
-	for k := range next.Policies {
-		ch.Policies.Add(k)
-	}
-	next.ServicePorts, next.Endpoints = bed.st.ServicePorts, bed.st.Endpoints
-	bed.st = next
+	var ch *model.Changes
+	bed.st, ch = withPolicies(t, bed.st, yaml)
 	bed.sync(t, ch)
 }
 
@@ -332,37 +318,4 @@ func idxOf(v6 bool) int {
 		return 1
 	}
 	return 0
-}
-
-// serveWeb makes pod answer on port: a TCP connection gets the pod's name,
-// then an echo of everything it sends until it closes; a UDP datagram gets
-// the pod's name.
-func serveWeb(t *testing.T, pod *netnstest.Pod, port int) {
-	t.Helper()
-	pod.Serve(t, "udp", port)
-	err := kerneltest.Do(pod.NS, func() error {
-		l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
-		if err != nil {
-			return err
-		}
-		t.Cleanup(func() { l.Close() })
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				go func() {
-					defer c.Close()
-					if _, err := c.Write([]byte(pod.Name)); err == nil {
-						io.Copy(c, c)
-					}
-				}()
-			}
-		}()
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("%s: serve on %d: %v", pod.Name, port, err)
-	}
 }

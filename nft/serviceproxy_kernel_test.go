@@ -374,7 +374,6 @@ func TestKernelServiceProxyUnderFirewall(t *testing.T) {
 	bed.setService(t, webPort("web", vip4, vip6), bed.endpointsOf("b1", "b2", "b3"))
 	setPolicy := func(from string) {
 		next := bed.st.Clone()
-		next.ServicePorts, next.Endpoints = bed.st.ServicePorts, bed.st.Endpoints
 		err := next.Apply([]byte(`
 kind: NetworkPolicy
 apiVersion: networking.k8s.io/v1

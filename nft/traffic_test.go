@@ -63,7 +63,16 @@ func (c *cluster) modelPod(ns, name string, ips []netip.Addr) *model.Pod {
 // setPolicies replaces all policies with those of yaml and syncs.
 func (c *cluster) setPolicies(t *testing.T, yaml string) {
 	t.Helper()
-	next := c.st.Clone()
+	var ch *model.Changes
+	c.st, ch = withPolicies(t, c.st, yaml)
+	syncOK(t, c.f, c.st.State, ch)
+}
+
+// withPolicies returns a copy of st whose policies are those of yaml, and
+// the changes between the two.
+func withPolicies(t *testing.T, st fixture.State, yaml string) (fixture.State, *model.Changes) {
+	t.Helper()
+	next := st.Clone()
 	ch := &model.Changes{}
 	for k := range next.Policies {
 		delete(next.Policies, k)
@@ -75,8 +84,7 @@ func (c *cluster) setPolicies(t *testing.T, yaml string) {
 	for k := range next.Policies {
 		ch.Policies.Add(k)
 	}
-	c.st = next
-	syncOK(t, c.f, c.st.State, ch)
+	return next, ch
 }
 
 // check probes every pair of distinct pods on the given ports against want.

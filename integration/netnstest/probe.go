@@ -3,6 +3,7 @@ package netnstest
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"strconv"
@@ -31,8 +32,9 @@ var ProbeTimeout = func() time.Duration {
 var AllowedTimeout = 30 * time.Second
 
 // Serve makes the pod answer on port for "tcp" and "udp" (dual-stack
-// sockets) until the test ends: TCP connections get the pod's name, UDP
-// datagrams an echo of the pod's name.
+// sockets) until the test ends: TCP connections get the pod's name, then an
+// echo of whatever they send until they close; UDP datagrams get the pod's
+// name.
 func (p *Pod) Serve(t testing.TB, protocol string, port int) {
 	t.Helper()
 	addr := ":" + strconv.Itoa(port)
@@ -50,8 +52,12 @@ func (p *Pod) Serve(t testing.TB, protocol string, port int) {
 					if err != nil {
 						return
 					}
-					c.Write([]byte(p.Name))
-					c.Close()
+					go func() {
+						defer c.Close()
+						if _, err := c.Write([]byte(p.Name)); err == nil {
+							io.Copy(c, c)
+						}
+					}()
 				}
 			}()
 		case "udp":
