@@ -164,15 +164,14 @@ func decodeElement(s *ruleset.Set, ke nftables.SetElement) (ruleset.Element, boo
 	return e, true
 }
 
-func sameEncoding(got, want []nftables.SetElement) bool {
-	key := func(e nftables.SetElement) string { return fmt.Sprintf("%x/%v", e.Key, e.IntervalEnd) }
+func sameEncoding(got []nftables.SetElement, want []setElem) bool {
 	g := make([]string, len(got))
 	for i, e := range got {
-		g[i] = key(e)
+		g[i] = fmt.Sprintf("%x/%v", e.Key, e.IntervalEnd)
 	}
 	w := make([]string, len(want))
 	for i, e := range want {
-		w[i] = key(e)
+		w[i] = fmt.Sprintf("%x/%v", e.key, e.end)
 	}
 	slices.Sort(g)
 	slices.Sort(w)
