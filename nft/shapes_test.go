@@ -1,0 +1,85 @@
+package nft
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/nfrouter/nfrouter/ipvs"
+	"github.com/nfrouter/nfrouter/model"
+	"github.com/nfrouter/nfrouter/model/modeltest"
+	"github.com/nfrouter/nfrouter/nft/egress"
+	"github.com/nfrouter/nfrouter/nft/internal/svcfixture"
+	"github.com/nfrouter/nfrouter/nft/ruleset"
+)
+
+// shape is one golden shape of a part: a state and the parts that plan it.
+type shape struct {
+	name  string
+	state *model.State
+	parts func(t testing.TB, tbl *ruleset.Table) []Part
+}
+
+// render is the shape's dry-run text.
+func (s shape) render(t testing.TB) string {
+	t.Helper()
+	var b strings.Builder
+	if err := Render(t.Context(), &b, s.state, func(tbl *ruleset.Table) ([]Part, error) { return s.parts(t, tbl), nil }); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// allShapes are the shapes of every part's golden tests: the firewall's
+// (netpol/testdata), the nftables service proxy's (svcfixture), the IPVS
+// proxy's NAT helpers (the flags of ipvs/testdata/nat over a dual-stack
+// service with a node port and a hairpin annotation) and pod egress.
+func allShapes(t testing.TB) []shape {
+	var out []shape
+	for _, name := range cases(t) {
+		dd := strings.HasPrefix(name, "default-deny")
+		out = append(out, shape{name: "netpol/" + strings.TrimSuffix(name, ".yaml"), state: loadCase(t, name).State,
+			parts: func(t testing.TB, tbl *ruleset.Table) []Part {
+				f, err := NewFirewall(tbl, FirewallConfig{NodeName: "node-a", DefaultDeny: dd})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return []Part{f}
+			}})
+	}
+	for _, c := range svcfixture.Cases() {
+		out = append(out, shape{name: "svcproxy/" + c.Name, state: c.State,
+			parts: func(t testing.TB, tbl *ruleset.Table) []Part {
+				p, err := NewServiceProxy(tbl, ServiceProxyConfig{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: c.BindAll,
+					MasqueradeAll: c.MasqueradeAll, ClusterCIDRs: c.ClusterCIDRs})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return []Part{p}
+			}})
+	}
+	web := modeltest.Svc("default", "web", 80, modeltest.ClusterIPs("10.96.0.10", "fd00:96::10"), modeltest.NodePort(30080),
+		func(sp *model.ServicePort) { sp.Options.Hairpin = true })
+	ipvsState := modeltest.NewState(svcfixture.Nodes(), []*model.ServicePort{web}, map[model.ServicePortKey]model.Endpoints{web.Key: {
+		modeltest.Ep("10.1.0.2:8080@"+svcfixture.NodeName, "rs"), modeltest.Ep("[fd00:10::2]:8080@"+svcfixture.NodeName, "rs"),
+		modeltest.Ep("10.1.1.3:8080@node-b", "rs")}})
+	for _, c := range []struct {
+		name string
+		cfg  ipvs.NATConfig
+	}{
+		{"default", ipvs.NATConfig{}},
+		{"masquerade-all", ipvs.NATConfig{MasqueradeAll: true}},
+		{"hairpin-mode", ipvs.NATConfig{HairpinAll: true}},
+		{"cluster-cidr-flag", ipvs.NATConfig{ClusterCIDRs: prefixesOf("10.0.0.0/8", "fd00:10::/56")}},
+	} {
+		c.cfg.NodeName = svcfixture.NodeName
+		out = append(out, shape{name: "ipvs-nat/" + c.name, state: ipvsState,
+			parts: func(_ testing.TB, tbl *ruleset.Table) []Part { return []Part{ipvs.NewNAT(tbl, c.cfg)} }})
+	}
+	nodes := map[string]*model.Node{}
+	for _, n := range svcfixture.Nodes() {
+		nodes[n.Name] = n
+	}
+	out = append(out, shape{name: "egress/dual-stack", state: &model.State{Nodes: nodes},
+		parts: func(_ testing.TB, tbl *ruleset.Table) []Part { return []Part{egress.New(tbl)} }})
+	return out
+}
