@@ -1,6 +1,9 @@
 package nft
 
 import (
+	"maps"
+	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,5 +84,29 @@ func allShapes(t testing.TB) []shape {
 	}
 	out = append(out, shape{name: "egress/dual-stack", state: &model.State{Nodes: nodes},
 		parts: func(_ testing.TB, tbl *ruleset.Table) []Part { return []Part{egress.New(tbl)} }})
+	sets, elems, chains := primitiveChains()
+	sets, elems, chains = withVerdictMaps(sets, elems, chains)
+	out = append(out, shape{name: "primitives", state: &model.State{},
+		parts: func(_ testing.TB, tbl *ruleset.Table) []Part {
+			return []Part{&fixedPart{t: tbl, sets: sets, elems: elems, chains: chains}}
+		}})
 	return out
+}
+
+// withVerdictMaps adds what no planner writes yet to the primitives of
+// primitiveChains: verdict maps of both families (AddrVmap) and the
+// regular chain their elements jump to.
+func withVerdictMaps(sets []ruleset.Set, elems map[string][]ruleset.Element, chains []*ruleset.Chain) ([]ruleset.Set, map[string][]ruleset.Element, []*ruleset.Chain) {
+	sets = append(slices.Clone(sets), ruleset.Set{Name: "vmap4", Type: ruleset.Addr4, Verdict: true, Comment: "to chains"},
+		ruleset.Set{Name: "vmap6", Type: ruleset.Addr6, Verdict: true})
+	elems = maps.Clone(elems)
+	elems["vmap4"] = []ruleset.Element{{Addr: netip.MustParseAddr("10.1.0.2"), Jump: "target"}}
+	elems["vmap6"] = []ruleset.Element{{Addr: netip.MustParseAddr("fd00:1::2"), Jump: "target"}}
+	chains = append(slices.Clone(chains),
+		&ruleset.Chain{Name: "target", Comment: "a jump target", Rules: []ruleset.Rule{{Verdict: ruleset.Drop{}}}},
+		&ruleset.Chain{Name: "filter-forward", Base: &ruleset.Hook{Hook: "forward", Type: "filter", Drop: true}, Rules: []ruleset.Rule{
+			{Verdict: ruleset.AddrVmap{Map: "vmap4"}},
+			{Verdict: ruleset.AddrVmap{V6: true, Src: true, Map: "vmap6"}},
+		}})
+	return sets, elems, chains
 }
