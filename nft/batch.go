@@ -20,15 +20,6 @@ const elementChunk = 2000
 // jump to long chain names reach it well before elementChunk elements.
 const maxElementList = 60000
 
-// maxElementSize estimates the largest encoded size of one element.
-func maxElementSize(els []setElem) int {
-	n := 0
-	for _, e := range els {
-		n = max(n, e.size())
-	}
-	return n
-}
-
 // batch builds the messages of one transaction. google/nftables serializes
 // each object (its Conn runs against an in-memory netlink fake and never
 // touches the kernel); transport sends them. Every google/nftables call used
@@ -206,12 +197,15 @@ func (b *batch) elements(s *ruleset.Set, els []ruleset.Element, del bool) {
 	if del {
 		verb = "delete"
 	}
-	step := elementChunk
-	if n := maxElementSize(kels); n*step > maxElementList {
-		step = max(1, maxElementList/n)
-	}
-	for i := 0; i < len(kels); i += step {
-		chunk := kels[i:min(i+step, len(kels))]
+	for len(kels) > 0 {
+		// As many elements as fit, in count and in size.
+		n, size := 0, 0
+		for n < len(kels) && n < elementChunk && (n == 0 || size+kels[n].size(del) <= maxElementList) {
+			size += kels[n].size(del)
+			n++
+		}
+		chunk := kels[:n]
+		kels = kels[n:]
 		m, err := elementsMessage(byte(b.table.Family), b.table.Name, s.Name, chunk, del)
 		if err != nil {
 			b.err = fmt.Errorf("serialize elements of %s: %w", s.Name, err)

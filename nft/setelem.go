@@ -36,8 +36,25 @@ const (
 // unsigned 32-bit value.
 var nftJump int32 = unix.NFT_JUMP
 
-// size estimates the encoded size of the element.
-func (e setElem) size() int { return 48 + len(e.key) + len(e.data) + len(e.jump) }
+// size is the encoded size of the element in elementsMessage.
+func (e setElem) size(del bool) int {
+	attr := func(n int) int { return 4 + (n+3)&^3 }
+	n := attr(0) + attr(attr(len(e.key))) // NFTA_LIST_ELEM, NFTA_SET_ELEM_KEY
+	if e.end {
+		n += attr(4)
+	}
+	switch {
+	case del:
+	case e.jump != "":
+		n += attr(attr(attr(4) + attr(len(e.jump)+1)))
+	case e.data != nil:
+		n += attr(attr(len(e.data)))
+	}
+	if e.open && !del {
+		n += attr(6)
+	}
+	return n
+}
 
 // encodeElements turns elements into kernel set elements. Interval sets get
 // nft's encoding: each range is a start element and an end element one past
