@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/nftables"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
@@ -113,7 +114,7 @@ func lineDiff(a, b []string) []string {
 // and what other tools read.
 func TestKernelObjectsAreNftsOwn(t *testing.T) {
 	kerneltest.RequireRoot(t)
-	for _, s := range allShapes(t) {
+	for _, s := range compatShapes(t) {
 		t.Run(s.name, func(t *testing.T) {
 			text := s.render(t)
 			ns := kerneltest.NewNetNS(t)
@@ -124,5 +125,48 @@ func TestKernelObjectsAreNftsOwn(t *testing.T) {
 				t.Errorf("%s", d)
 			}
 		})
+	}
+}
+
+// TestKernelOldConcatSetIsReplaced gives the table a named-port set the way
+// nfrouter wrote them before (NFT_SET_CONCAT and field lengths on a hashed
+// concatenation, which makes nft's re-add fail) and checks that a full
+// sync replaces it with nft's encoding.
+func TestKernelOldConcatSetIsReplaced(t *testing.T) {
+	kerneltest.RequireRoot(t)
+	var s shape
+	for _, c := range allShapes(t) {
+		if c.name == "netpol/ports" {
+			s = c
+		}
+	}
+	ns := kerneltest.NewNetNS(t)
+	b := programShape(t, ns, s)
+	const name = "ports4/http.tcp"
+	c, err := nftables.New(nftables.WithNetNSFd(int(ns)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := &nftables.Table{Family: nftables.TableFamilyINet, Name: TableName}
+	old := b.Table().Sets[name]
+	c.FlushChain(&nftables.Chain{Table: tbl, Name: "np-out/default/ports"})
+	c.DelSet(&nftables.Set{Table: tbl, Name: name})
+	ks := &nftables.Set{Table: tbl, Name: name, Comment: old.Comment, Concatenation: true}
+	ks.KeyType, _ = setDatatype(old.Type)
+	if err := c.AddSet(ks, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nftTry(t, ns, nftIn(t, ns, "", "list", "ruleset"), "-c", "-f", "-"); err == nil {
+		t.Fatal("nft -c -f of the listing passes with the old encoding: the test no longer tests anything")
+	}
+	if st := syncOK(t, b, s.state, &model.Changes{Full: true}); st.Messages == 0 {
+		t.Error("full sync left the set of the old encoding alone")
+	}
+	nftIn(t, ns, nftIn(t, ns, "", "list", "ruleset"), "-c", "-f", "-")
+	if st := syncOK(t, b, s.state, &model.Changes{Full: true}); st.Messages != 0 {
+		t.Errorf("second full sync sent %d messages (%v), want 0", st.Messages, st.ByType)
 	}
 }

@@ -85,6 +85,13 @@ func (a *applier) readBack(desired *ruleset.Table) (programmed, bool, error) {
 			reset = true
 			continue
 		}
+		// A hashed concatenation flagged NFT_SET_CONCAT, as nfrouter wrote
+		// them before it wrote sets as nft does: nft's `add` of the listed
+		// set fails with EEXIST until the set is made anew.
+		if _, concat := setDatatype(d.Type); s.Concatenation != (concat && d.Interval) {
+			reset = true
+			continue
+		}
 		if d.Dynamic {
 			continue // the packet path's elements, not ours
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
 	"github.com/nfrouter/nfrouter/ipvs"
 	"github.com/nfrouter/nfrouter/model"
 	"github.com/nfrouter/nfrouter/model/modeltest"
@@ -93,6 +94,22 @@ func allShapes(t testing.TB) []shape {
 	return out
 }
 
+// guestShapes are the shapes the nft compatibility tests run in a VM guest,
+// where each nft run takes a second under emulation: one of each kind of
+// object (the encoding depends on the kind, not on the shape); the host
+// runs all of them.
+var guestShapes = []string{"netpol/ports", "netpol/ipblock", "svcproxy/session-affinity", "svcproxy/dual-stack",
+	"ipvs-nat/hairpin-mode", "egress/dual-stack", "primitives"}
+
+// compatShapes are the shapes the nft compatibility tests run here.
+func compatShapes(t testing.TB) []shape {
+	all := allShapes(t)
+	if !kerneltest.InGuest() {
+		return all
+	}
+	return slices.DeleteFunc(all, func(s shape) bool { return !slices.Contains(guestShapes, s.name) })
+}
+
 // withVerdictMaps adds what no planner writes yet to the primitives of
 // primitiveChains: verdict maps of both families (AddrVmap) and the
 // regular chain their elements jump to.
@@ -109,4 +126,18 @@ func withVerdictMaps(sets []ruleset.Set, elems map[string][]ruleset.Element, cha
 			{Verdict: ruleset.AddrVmap{V6: true, Src: true, Map: "vmap6"}},
 		}})
 	return sets, elems, chains
+}
+
+// TestGuestShapesExist keeps the VM guest's list of shapes in step with the
+// shapes: a renamed shape would silently leave the guest untested.
+func TestGuestShapesExist(t *testing.T) {
+	var names []string
+	for _, s := range allShapes(t) {
+		names = append(names, s.name)
+	}
+	for _, n := range guestShapes {
+		if !slices.Contains(names, n) {
+			t.Errorf("guest shape %s is no shape (shapes: %v)", n, names)
+		}
+	}
 }
