@@ -26,6 +26,8 @@ const maxElementList = 60000
 // here queues exactly one message, so the batch notes a description (and an
 // optional patch) per call and serializes everything with one Flush at the
 // end: a Flush per object costs a fake dial each (20,000 at a cold start).
+// Element messages the batch builds itself (setelem.go) and queues in
+// order between them.
 type batch struct {
 	c        *nftables.Conn
 	table    *nftables.Table
