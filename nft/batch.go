@@ -2,10 +2,8 @@ package nft
 
 import (
 	"fmt"
-	"net/netip"
 
 	"github.com/google/nftables"
-	"github.com/google/nftables/expr"
 	"github.com/google/nftables/userdata"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
@@ -22,25 +20,14 @@ const elementChunk = 2000
 // jump to long chain names reach it well before elementChunk elements.
 const maxElementList = 60000
 
-// maxElementSize estimates the largest encoded size of one element.
-func maxElementSize(els []nftables.SetElement) int {
-	n := 0
-	for _, e := range els {
-		s := 32 + len(e.Key)
-		if e.VerdictData != nil {
-			s += 32 + len(e.VerdictData.Chain)
-		}
-		n = max(n, s)
-	}
-	return n
-}
-
 // batch builds the messages of one transaction. google/nftables serializes
 // each object (its Conn runs against an in-memory netlink fake and never
 // touches the kernel); transport sends them. Every google/nftables call used
 // here queues exactly one message, so the batch notes a description (and an
 // optional patch) per call and serializes everything with one Flush at the
 // end: a Flush per object costs a fake dial each (20,000 at a cold start).
+// Element messages the batch builds itself (setelem.go) and queues in
+// order between them.
 type batch struct {
 	c        *nftables.Conn
 	table    *nftables.Table
@@ -52,10 +39,12 @@ type batch struct {
 	stats    Stats
 }
 
-// pendingMsg describes one queued message.
+// pendingMsg describes one queued message: one google/nftables queued, or
+// own, one the batch built itself.
 type pendingMsg struct {
 	what  string
 	patch func(*netlink.Message) error
+	own   *netlink.Message
 }
 
 func newBatch(family nftables.TableFamily, name string) *batch {
@@ -84,7 +73,15 @@ func (b *batch) takePatched(what string, patch func(*netlink.Message) error) {
 	if b.err != nil {
 		return
 	}
-	b.pending = append(b.pending, pendingMsg{what, patch})
+	b.pending = append(b.pending, pendingMsg{what: what, patch: patch})
+}
+
+// add queues a message the batch built itself.
+func (b *batch) add(what string, m netlink.Message) {
+	if b.err != nil {
+		return
+	}
+	b.pending = append(b.pending, pendingMsg{what: what, own: &m})
 }
 
 // finish serializes the queued messages; afterwards msgs, what and stats
@@ -95,24 +92,37 @@ func (b *batch) finish() {
 	}
 	pending := b.pending
 	b.pending = nil
-	if err := b.c.Flush(); err != nil {
-		b.err = fmt.Errorf("serialize %d messages: %w", len(pending), err)
+	queued := 0
+	for _, p := range pending {
+		if p.own == nil {
+			queued++
+		}
+	}
+	if queued > 0 {
+		if err := b.c.Flush(); err != nil {
+			b.err = fmt.Errorf("serialize %d messages: %w", queued, err)
+			return
+		}
+	}
+	if len(b.captured) != queued {
+		b.err = fmt.Errorf("serialize: %d messages for %d objects", len(b.captured), queued)
 		return
 	}
-	if len(b.captured) != len(pending) {
-		b.err = fmt.Errorf("serialize: %d messages for %d objects", len(b.captured), len(pending))
-		return
-	}
-	for i := range b.captured {
-		m := &b.captured[i]
-		if p := pending[i].patch; p != nil {
-			if err := p(m); err != nil {
-				b.err = fmt.Errorf("serialize %s: %w", pending[i].what, err)
+	next := 0
+	for _, p := range pending {
+		m := p.own
+		if m == nil {
+			m = &b.captured[next]
+			next++
+		}
+		if p.patch != nil {
+			if err := p.patch(m); err != nil {
+				b.err = fmt.Errorf("serialize %s: %w", p.what, err)
 				return
 			}
 		}
 		b.msgs = append(b.msgs, *m)
-		b.what = append(b.what, pending[i].what)
+		b.what = append(b.what, p.what)
 		b.stats.Messages++
 		b.stats.ByType[msgTypeName(m.Header.Type)]++
 	}
@@ -133,7 +143,13 @@ func (b *batch) delTable() {
 
 func (b *batch) kset(s *ruleset.Set) *nftables.Set {
 	ks := &nftables.Set{Table: b.table, Name: s.Name, Comment: s.Comment, Interval: s.Interval}
-	ks.KeyType, ks.Concatenation = setDatatype(s.Type)
+	var concat bool
+	ks.KeyType, concat = setDatatype(s.Type)
+	// nft flags a concatenation and describes its fields (NFT_SET_CONCAT,
+	// NFTA_SET_DESC_CONCAT) only for interval sets, whose kernel backend
+	// needs the field lengths. The kernel compares both when nft adds the
+	// set again, so a hashed concatenation gets neither.
+	ks.Concatenation = concat && s.Interval
 	switch {
 	case s.Verdict:
 		ks.IsMap = true
@@ -160,10 +176,6 @@ func (b *batch) addSet(s *ruleset.Set) {
 		return
 	}
 	ud := setUserdata(s)
-	if ud == nil {
-		b.take("add set " + s.Name)
-		return
-	}
 	b.takePatched("add set "+s.Name, func(m *netlink.Message) error { return replaceSetUserdata(m, ud) })
 }
 
@@ -182,35 +194,26 @@ func (b *batch) elements(s *ruleset.Set, els []ruleset.Element, del bool) {
 	if len(els) == 0 || b.err != nil {
 		return
 	}
-	ks := b.kset(s)
 	kels := encodeElements(s, els)
-	if del {
-		// The kernel finds an element by its key alone.
-		for i := range kels {
-			kels[i].Val = nil
-		}
-	}
 	verb := "add"
 	if del {
 		verb = "delete"
 	}
-	step := elementChunk
-	if n := maxElementSize(kels); n*step > maxElementList {
-		step = max(1, maxElementList/n)
-	}
-	for i := 0; i < len(kels); i += step {
-		chunk := kels[i:min(i+step, len(kels))]
-		var err error
-		if del {
-			err = b.c.SetDeleteElements(ks, chunk)
-		} else {
-			err = b.c.SetAddElements(ks, chunk)
+	for len(kels) > 0 {
+		// As many elements as fit, in count and in size.
+		n, size := 0, 0
+		for n < len(kels) && n < elementChunk && (n == 0 || size+kels[n].size(del) <= maxElementList) {
+			size += kels[n].size(del)
+			n++
 		}
+		chunk := kels[:n]
+		kels = kels[n:]
+		m, err := elementsMessage(byte(b.table.Family), b.table.Name, s.Name, chunk, del)
 		if err != nil {
 			b.err = fmt.Errorf("serialize elements of %s: %w", s.Name, err)
 			return
 		}
-		b.take(fmt.Sprintf("%s %d elements to set %s", verb, len(chunk), s.Name))
+		b.add(fmt.Sprintf("%s %d elements to set %s", verb, len(chunk), s.Name), m)
 	}
 	if del {
 		b.stats.ElementsRemoved += len(els)
@@ -282,48 +285,6 @@ func (b *batch) delChain(name string) {
 func (b *batch) addRule(chain string, r ruleset.Rule) {
 	b.c.AddRule(&nftables.Rule{Table: b.table, Chain: &nftables.Chain{Table: b.table, Name: chain}, Exprs: r.Exprs()})
 	b.take("add rule to chain " + chain + ": " + r.Text())
-}
-
-// encodeElements turns elements into kernel set elements. Interval sets get
-// nft's encoding: each range is a start element and an end element one past
-// its last address (none when the range reaches the top of the address
-// space), after a leading end element at the zero address.
-func encodeElements(s *ruleset.Set, els []ruleset.Element) []nftables.SetElement {
-	var out []nftables.SetElement
-	if s.Interval {
-		if len(els) > 0 && !els[0].Addr.IsUnspecified() {
-			out = append(out, nftables.SetElement{Key: zeroAddr(s.Type.V6()).AsSlice(), IntervalEnd: true})
-		}
-		for _, e := range els {
-			out = append(out, nftables.SetElement{Key: e.Addr.AsSlice()})
-			if next := e.End.Next(); next.IsValid() {
-				out = append(out, nftables.SetElement{Key: next.AsSlice(), IntervalEnd: true})
-			}
-		}
-		return out
-	}
-	for _, e := range els {
-		out = append(out, encodeElement(s, e))
-	}
-	return out
-}
-
-func encodeElement(s *ruleset.Set, e ruleset.Element) nftables.SetElement {
-	ke := nftables.SetElement{Key: encodeKey(s.Type, e)}
-	switch {
-	case s.Verdict:
-		ke.VerdictData = &expr.Verdict{Kind: expr.VerdictJump, Chain: e.Jump}
-	case s.Data != 0:
-		ke.Val = encodeData(s.Data, e)
-	}
-	return ke
-}
-
-func zeroAddr(v6 bool) netip.Addr {
-	if v6 {
-		return netip.IPv6Unspecified()
-	}
-	return netip.IPv4Unspecified()
 }
 
 func msgTypeName(t netlink.HeaderType) string {

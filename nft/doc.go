@@ -41,10 +41,20 @@
 //     transaction that deleted the elements.
 //   - google/nftables cannot write chain comments; the applier appends
 //     NFTA_CHAIN_USERDATA (Linux ≥ 5.10) to the chain message itself.
-//   - Nor can it declare a set with typeof (a key with no type name, such as
-//     the slot numgen yields): the applier replaces the set's userdata with
-//     the TLVs nft 1.0.6 writes for it (typeof.go), so that nft prints and
-//     re-reads the declaration.
+//   - Every set is written as nft 1.0.6 writes it for the dry-run text, down
+//     to the attributes the kernel keeps (TestKernelObjectsAreNftsOwn
+//     compares them): when `nft -f` adds a set that exists, the kernel
+//     refuses any difference in flags, types, lengths or concatenation
+//     fields with EEXIST. So a hashed concatenation gets neither
+//     NFT_SET_CONCAT nor field lengths (nft gives them only to interval
+//     sets), and the userdata is replaced with nft's TLVs (typeof.go): key
+//     and data byte order, the typeof description (an empty concatenation
+//     for keys declared by type names, the expressions for a typeof key such
+//     as the slot numgen yields, which google/nftables cannot declare), a
+//     data-interval flag for maps, and the comment.
+//   - Element messages are the applier's own (setelem.go): nft marks the
+//     start of an interval that runs to the top of the address space as open
+//     in the element's userdata, which google/nftables cannot write.
 //   - google/nftables' ct expression sends no direction for the typed
 //     address keys (`ct original ip daddr`), which the kernel refuses; no
 //     rule uses them.

@@ -85,6 +85,13 @@ func (a *applier) readBack(desired *ruleset.Table) (programmed, bool, error) {
 			reset = true
 			continue
 		}
+		// A hashed concatenation flagged NFT_SET_CONCAT, as nfrouter wrote
+		// them before it wrote sets as nft does: nft's `add` of the listed
+		// set fails with EEXIST until the set is made anew.
+		if _, concat := setDatatype(d.Type); s.Concatenation != (concat && d.Interval) {
+			reset = true
+			continue
+		}
 		if d.Dynamic {
 			continue // the packet path's elements, not ours
 		}
@@ -164,15 +171,14 @@ func decodeElement(s *ruleset.Set, ke nftables.SetElement) (ruleset.Element, boo
 	return e, true
 }
 
-func sameEncoding(got, want []nftables.SetElement) bool {
-	key := func(e nftables.SetElement) string { return fmt.Sprintf("%x/%v", e.Key, e.IntervalEnd) }
+func sameEncoding(got []nftables.SetElement, want []setElem) bool {
 	g := make([]string, len(got))
 	for i, e := range got {
-		g[i] = key(e)
+		g[i] = fmt.Sprintf("%x/%v", e.Key, e.IntervalEnd)
 	}
 	w := make([]string, len(want))
 	for i, e := range want {
-		w[i] = key(e)
+		w[i] = fmt.Sprintf("%x/%v", e.key, e.end)
 	}
 	slices.Sort(g)
 	slices.Sort(w)

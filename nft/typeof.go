@@ -87,23 +87,71 @@ func typeofUserdata(k ruleset.KeyType) []byte {
 	return nil
 }
 
-// setUserdata is the NFTA_SET_USERDATA nft writes for a typeof set, or nil
-// when the set needs none beyond what google/nftables writes.
+// Byte orders as nft's set userdata names them (BYTEORDER_* of nft's
+// include/datatype.h): concatenations and verdicts have none.
+const (
+	byteorderInvalid = 0
+	byteorderBig     = 2
+)
+
+// emptyConcat is the typeof description nft 1.0.6 stores for a
+// concatenation declared by type names: a concat expression without parts.
+var emptyConcat = udExpr(exprConcat, nil)
+
+// setUserdata is the NFTA_SET_USERDATA nft 1.0.6 writes for s (read from
+// the kernel after `nft -f` of the dry-run text; see
+// TestKernelObjectsAreNftsOwn): the key's byte order, for maps the data's
+// byte order, the typeof description of concatenated keys and data, for
+// maps a data-interval flag, and the comment. google/nftables writes only
+// some of these, so the applier replaces its userdata with this.
 func setUserdata(s *ruleset.Set) []byte {
-	key := typeofUserdata(s.Type)
-	if key == nil {
-		return nil
+	_, keyConcat := setDatatype(s.Type)
+	ud := udU32(udataKeyByteorder, byteorderOf(keyConcat))
+	if s.IsMap() {
+		dataOrder := uint32(byteorderInvalid)
+		if !s.Verdict {
+			_, dataConcat := setDatatype(s.Data)
+			dataOrder = byteorderOf(dataConcat)
+		}
+		ud = append(ud, udU32(udataDataByteorder, dataOrder)...)
 	}
-	ud := append(udU32(udataKeyByteorder, 0), udU32(udataDataByteorder, 0)...)
-	ud = append(ud, udNest(udataKeyTypeof, key)...)
-	if data := typeofUserdata(s.Data); data != nil {
-		ud = append(ud, udNest(udataDataTypeof, data)...)
+	if keyConcat {
+		ud = append(ud, udNest(udataKeyTypeof, typeofOrConcat(s.Type))...)
 	}
-	ud = append(ud, udU32(udataDataInterval, 0)...)
+	if !s.Verdict && s.Data != 0 {
+		if _, concat := setDatatype(s.Data); concat {
+			data := emptyConcat
+			// nft describes the data by expressions only where the key is
+			// (renderSet declares typeof data only then).
+			if s.Type.Typeof() != "" && s.Data.Typeof() != "" {
+				data = typeofUserdata(s.Data)
+			}
+			ud = append(ud, udNest(udataDataTypeof, data)...)
+		}
+	}
+	if s.IsMap() {
+		ud = append(ud, udU32(udataDataInterval, 0)...)
+	}
 	if s.Comment != "" {
 		ud = append(ud, udNest(udataComment, append([]byte(s.Comment), 0))...)
 	}
 	return ud
+}
+
+func byteorderOf(concat bool) uint32 {
+	if concat {
+		return byteorderInvalid
+	}
+	return byteorderBig
+}
+
+// typeofOrConcat is the typeof description of a concatenated key: its
+// expressions for a typeof declaration, else an empty concatenation.
+func typeofOrConcat(k ruleset.KeyType) []byte {
+	if ud := typeofUserdata(k); ud != nil {
+		return ud
+	}
+	return emptyConcat
 }
 
 // replaceSetUserdata swaps the NFTA_SET_USERDATA attribute of a serialized

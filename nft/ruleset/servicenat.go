@@ -116,13 +116,15 @@ func (v DNATSticky) text() string {
 
 func (v DNATSticky) compile(c *compiler) {
 	_, _, off, n := addrField(v.V6, true)
-	next, fam := addrPortRegs(v.V6)
+	_, fam := addrPortRegs(v.V6)
 	c.family(v.V6)
+	// The port is a value of its own, not part of a concatenation: nft
+	// puts it in the next 128-bit register whatever the family.
 	c.add(&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: n},
 		&expr.Lookup{SourceRegister: 1, DestRegister: 1, IsDestRegSet: true, SetName: v.Map},
-		&expr.Immediate{Register: next, Data: be16(v.Port)},
+		&expr.Immediate{Register: 2, Data: be16(v.Port)},
 		&expr.NAT{Type: expr.NATTypeDestNAT, Family: fam, RegAddrMin: 1, RegAddrMax: 1,
-			RegProtoMin: next, RegProtoMax: next, Specified: true})
+			RegProtoMin: 2, RegProtoMax: 2, Specified: true})
 }
 
 // RememberClient adds or refreshes the client's entry in a dynamic map from
