@@ -10,6 +10,7 @@ import (
 	"github.com/nfrouter/nfrouter/model"
 	"github.com/nfrouter/nfrouter/nft/internal/fixture"
 	"github.com/nfrouter/nfrouter/nft/netpol"
+	"github.com/nfrouter/nfrouter/nft/netpol/netpoltest"
 	"github.com/nfrouter/nfrouter/nft/ruleset"
 )
 
@@ -24,29 +25,24 @@ type cluster struct {
 	names []string
 }
 
-var probePorts = []struct {
-	proto string
-	port  int
-}{{"tcp", 80}, {"tcp", 81}, {"tcp", 82}, {"udp", 80}}
+var probePorts = netpoltest.ProbePorts
 
 func newCluster(t *testing.T, defaultDeny bool) *cluster {
 	node := netnstest.NewNode(t)
 	c := &cluster{node: node, pods: map[string]*netnstest.Pod{}, st: fixture.New()}
 	c.f = newFirewallIn(t, node.NS, defaultDeny)
-	for i, ns := range []string{"x", "y", "z"} {
-		c.st.Namespaces[ns] = &model.Namespace{Name: ns, Labels: map[string]string{"ns": ns, "kubernetes.io/metadata.name": ns}}
-		for j, name := range []string{"a", "b", "c"} {
-			n := i*3 + j + 1
-			ips := []netip.Addr{netip.AddrFrom4([4]byte{10, 244, 1, byte(n)}), netip.MustParseAddr(fmt.Sprintf("fd00:1::%d", n))}
-			key := ns + "/" + name
-			p := node.AddPod(key, ips...)
-			for _, pp := range probePorts {
-				p.Serve(t, pp.proto, pp.port)
-			}
-			c.pods[key] = p
-			c.names = append(c.names, key)
-			c.st.Pods[model.PodKey{Namespace: ns, Name: name}] = c.modelPod(ns, name, ips)
+	for _, ns := range netpoltest.Namespaces {
+		c.st.Namespaces[ns] = netpoltest.Namespace(ns)
+	}
+	for _, key := range netpoltest.Pods() {
+		p := node.AddPod(key, netpoltest.PodIPs(key)...)
+		for _, pp := range probePorts {
+			p.Serve(t, pp.Proto, pp.Port)
 		}
+		c.pods[key] = p
+		c.names = append(c.names, key)
+		mp := netpoltest.Pod(key, "node-a")
+		c.st.Pods[mp.Key()] = mp
 	}
 	return c
 }
@@ -54,8 +50,8 @@ func newCluster(t *testing.T, defaultDeny bool) *cluster {
 func (c *cluster) modelPod(ns, name string, ips []netip.Addr) *model.Pod {
 	mp := &model.Pod{Namespace: ns, Name: name, Node: "node-a", IPs: ips, Labels: map[string]string{"pod": name}}
 	for _, pp := range probePorts {
-		mp.Ports = append(mp.Ports, model.ContainerPort{Name: fmt.Sprintf("serve-%d-%s", pp.port, pp.proto),
-			Protocol: map[string]model.Protocol{"tcp": model.TCP, "udp": model.UDP}[pp.proto], Port: uint16(pp.port)})
+		mp.Ports = append(mp.Ports, model.ContainerPort{Name: fmt.Sprintf("serve-%d-%s", pp.Port, pp.Proto),
+			Protocol: pp.Protocol(), Port: uint16(pp.Port)})
 	}
 	return mp
 }
@@ -102,9 +98,9 @@ func (c *cluster) check(t *testing.T, v6 bool, want func(from, to string, proto 
 			}
 			src := c.pods[from].IPs[idxOf(v6)]
 			for _, pp := range probePorts {
-				w := want(from, to, pp.proto, pp.port)
-				cases = append(cases, netnstest.ProbeCase{From: c.pods[from], To: dst, ToName: to, Protocol: pp.proto, Port: pp.port, Want: w})
-				c.checkJudge(t, from, to, ruleset.Packet{Src: src, Dst: dst, Proto: protoNumber[pp.proto], DPort: uint16(pp.port)}, w)
+				w := want(from, to, pp.Proto, pp.Port)
+				cases = append(cases, netnstest.ProbeCase{From: c.pods[from], To: dst, ToName: to, Protocol: pp.Proto, Port: pp.Port, Want: w})
+				c.checkJudge(t, from, to, ruleset.Packet{Src: src, Dst: dst, Proto: protoNumber[pp.Proto], DPort: uint16(pp.Port)}, w)
 			}
 		}
 	}
@@ -127,164 +123,6 @@ func (c *cluster) checkJudge(t *testing.T, from, to string, pkt ruleset.Packet, 
 	}
 }
 
-func ns(pod string) string { return strings.Split(pod, "/")[0] }
-
-// e2eCases are upstream's test/e2e/network/netpol cases, transcribed: the
-// policies (in x unless said) and who may connect to whom on which port.
-var e2eCases = []struct {
-	name     string
-	policies string
-	want     func(from, to, proto string, port int) bool
-}{
-	{"should support a 'default-deny-ingress' policy", `
-kind: NetworkPolicy
-metadata: {name: deny-ingress, namespace: x}
-spec: {podSelector: {}, policyTypes: [Ingress]}`,
-		func(from, to, _ string, _ int) bool { return ns(to) != "x" }},
-	{"should support a 'default-deny-all' policy", `
-kind: NetworkPolicy
-metadata: {name: deny-all, namespace: x}
-spec: {podSelector: {}, policyTypes: [Ingress, Egress]}`,
-		func(from, to, _ string, _ int) bool { return ns(to) != "x" && ns(from) != "x" }},
-	{"should enforce policy to allow traffic from pods within server namespace based on PodSelector", `
-kind: NetworkPolicy
-metadata: {name: x-a-from-b, namespace: x}
-spec:
-  podSelector: {matchLabels: {pod: a}}
-  ingress: [{from: [{podSelector: {matchLabels: {pod: b}}}]}]`,
-		func(from, to, _ string, _ int) bool { return to != "x/a" || from == "x/b" }},
-	{"should enforce policy to allow traffic only from a different namespace, based on NamespaceSelector", `
-kind: NetworkPolicy
-metadata: {name: x-a-from-y, namespace: x}
-spec:
-  podSelector: {matchLabels: {pod: a}}
-  ingress: [{from: [{namespaceSelector: {matchLabels: {ns: "y"}}}]}]`,
-		func(from, to, _ string, _ int) bool { return to != "x/a" || ns(from) == "y" }},
-	{"should enforce policy based on PodSelector or NamespaceSelector", `
-kind: NetworkPolicy
-metadata: {name: or, namespace: x}
-spec:
-  podSelector: {matchLabels: {pod: a}}
-  ingress: [{from: [{namespaceSelector: {matchExpressions: [{key: ns, operator: NotIn, values: [x]}]}}, {podSelector: {matchLabels: {pod: b}}}]}]`,
-		func(from, to, _ string, _ int) bool { return to != "x/a" || ns(from) != "x" || from == "x/b" }},
-	{"should enforce policy based on PodSelector and NamespaceSelector", `
-kind: NetworkPolicy
-metadata: {name: and, namespace: x}
-spec:
-  podSelector: {matchLabels: {pod: a}}
-  ingress: [{from: [{namespaceSelector: {matchExpressions: [{key: ns, operator: NotIn, values: [x]}]}, podSelector: {matchLabels: {pod: b}}}]}]`,
-		func(from, to, _ string, _ int) bool { return to != "x/a" || from == "y/b" || from == "z/b" }},
-	{"should enforce policy based on Ports", `
-kind: NetworkPolicy
-metadata: {name: port81, namespace: x}
-spec:
-  podSelector: {matchLabels: {pod: a}}
-  ingress: [{from: [{namespaceSelector: {matchLabels: {ns: "y"}}}], ports: [{port: 81}]}]`,
-		func(from, to, proto string, port int) bool {
-			return to != "x/a" || (ns(from) == "y" && proto == "tcp" && port == 81)
-		}},
-	{"should enforce multiple, stacked policies with overlapping podSelectors", `
-kind: NetworkPolicy
-metadata: {name: a-from-y-80, namespace: x}
-spec:
-  podSelector: {matchLabels: {pod: a}}
-  ingress: [{from: [{namespaceSelector: {matchLabels: {ns: "y"}}}], ports: [{port: 80}]}]
----
-kind: NetworkPolicy
-metadata: {name: all-from-z-81, namespace: x}
-spec:
-  podSelector: {}
-  ingress: [{from: [{namespaceSelector: {matchLabels: {ns: z}}}], ports: [{port: 81}]}]`,
-		func(from, to, proto string, port int) bool {
-			if ns(to) != "x" {
-				return true
-			}
-			return (to == "x/a" && ns(from) == "y" && proto == "tcp" && port == 80) || (ns(from) == "z" && proto == "tcp" && port == 81)
-		}},
-	{"should support allow-all policy", `
-kind: NetworkPolicy
-metadata: {name: allow-all, namespace: x}
-spec: {podSelector: {}, ingress: [{}]}`,
-		func(string, string, string, int) bool { return true }},
-	{"should allow ingress access on one named port", `
-kind: NetworkPolicy
-metadata: {name: named, namespace: x}
-spec:
-  podSelector: {}
-  ingress: [{ports: [{port: serve-81-tcp}]}]`,
-		func(from, to, proto string, port int) bool { return ns(to) != "x" || (proto == "tcp" && port == 81) }},
-	{"should allow egress access on one named port", `
-kind: NetworkPolicy
-metadata: {name: named-egress, namespace: x}
-spec:
-  podSelector: {}
-  policyTypes: [Egress]
-  egress: [{ports: [{protocol: UDP, port: serve-80-udp}]}]`,
-		func(from, to, proto string, port int) bool { return ns(from) != "x" || (proto == "udp" && port == 80) }},
-	{"should deny egress from pods based on PodSelector", `
-kind: NetworkPolicy
-metadata: {name: deny-egress-a, namespace: x}
-spec: {podSelector: {matchLabels: {pod: a}}, policyTypes: [Egress]}`,
-		func(from, to, _ string, _ int) bool { return from != "x/a" }},
-	{"should work with Ingress, Egress specified together", `
-kind: NetworkPolicy
-metadata: {name: both, namespace: x}
-spec:
-  podSelector: {matchLabels: {pod: a}}
-  policyTypes: [Ingress, Egress]
-  ingress: [{from: [{podSelector: {matchLabels: {pod: b}}}]}]
-  egress: [{to: [{namespaceSelector: {matchLabels: {ns: "y"}}}]}]`,
-		func(from, to, _ string, _ int) bool {
-			if from == "x/a" && ns(to) != "y" {
-				return false
-			}
-			return to != "x/a" || from == "x/b"
-		}},
-	{"should enforce except clause while egress access to server in CIDR block", `
-kind: NetworkPolicy
-metadata: {name: cidr-except, namespace: x}
-spec:
-  podSelector: {matchLabels: {pod: a}}
-  policyTypes: [Egress]
-  egress: [{to: [{ipBlock: {cidr: 10.244.1.0/24, except: [10.244.1.5/32]}}, {ipBlock: {cidr: "fd00:1::/64", except: ["fd00:1::5/128"]}}]}]`,
-		func(from, to, _ string, _ int) bool { return from != "x/a" || to != "y/b" }},
-	{"should not allow access by TCP when a policy specifies only UDP", `
-kind: NetworkPolicy
-metadata: {name: udp-only, namespace: x}
-spec:
-  podSelector: {matchLabels: {pod: a}}
-  ingress: [{ports: [{protocol: UDP, port: 80}]}]`,
-		func(from, to, proto string, _ int) bool { return to != "x/a" || proto == "udp" }},
-	{"should enforce policy based on Ports (endPort)", `
-kind: NetworkPolicy
-metadata: {name: range, namespace: x}
-spec:
-  podSelector: {matchLabels: {pod: a}}
-  ingress: [{ports: [{protocol: TCP, port: 80, endPort: 81}]}]`,
-		func(from, to, proto string, port int) bool { return to != "x/a" || (proto == "tcp" && port <= 81) }},
-	{"should enforce ingress policy allowing any port traffic to a server on a specific protocol", `
-kind: NetworkPolicy
-metadata: {name: any-tcp, namespace: x}
-spec:
-  podSelector: {matchLabels: {pod: a}}
-  ingress: [{ports: [{protocol: TCP}]}]`,
-		func(from, to, proto string, _ int) bool { return to != "x/a" || proto == "tcp" }},
-	{"should support denying of egress traffic on the client side (even if the server explicitly allows this traffic)", `
-kind: NetworkPolicy
-metadata: {name: deny-egress-x, namespace: x}
-spec: {podSelector: {}, policyTypes: [Egress]}
----
-kind: NetworkPolicy
-metadata: {name: allow-ingress-y, namespace: "y"}
-spec: {podSelector: {}, ingress: [{from: [{namespaceSelector: {matchLabels: {ns: x}}}]}]}`,
-		func(from, to, _ string, _ int) bool {
-			if ns(from) == "x" {
-				return false
-			}
-			return ns(to) != "y" || ns(from) == "x"
-		}},
-}
-
 // TestKernelE2ETruthTables sends real TCP and UDP packets between pod
 // namespaces, over IPv4 and IPv6, for each upstream case, one policy set after
 // the other on the same firewall (so every case also tests the update from
@@ -295,11 +133,11 @@ func TestKernelE2ETruthTables(t *testing.T) {
 	t.Run("no policies", func(t *testing.T) {
 		c.check(t, false, func(string, string, string, int) bool { return true })
 	})
-	for _, tc := range e2eCases {
-		t.Run(tc.name, func(t *testing.T) {
-			c.setPolicies(t, tc.policies)
+	for _, tc := range netpoltest.E2ECases {
+		t.Run(tc.Name, func(t *testing.T) {
+			c.setPolicies(t, tc.Policies)
 			for _, v6 := range []bool{false, true} {
-				c.check(t, v6, tc.want)
+				c.check(t, v6, tc.Want)
 			}
 		})
 	}
@@ -312,11 +150,11 @@ func TestKernelChangesWhileTrafficFlows(t *testing.T) {
 	c := newCluster(t, false)
 	syncOK(t, c.f, c.st.State, &model.Changes{Full: true})
 	fromB := func(from, to, _ string, _ int) bool { return to != "x/a" || from == "x/b" }
-	c.setPolicies(t, e2eCases[2].policies) // x/a only from x/b
+	c.setPolicies(t, netpoltest.E2ECases[2].Policies) // x/a only from x/b
 	c.check(t, false, fromB)
 
 	// Update: from x/c instead.
-	c.setPolicies(t, strings.ReplaceAll(e2eCases[2].policies, "pod: b", "pod: c"))
+	c.setPolicies(t, strings.ReplaceAll(netpoltest.E2ECases[2].Policies, "pod: b", "pod: c"))
 	c.check(t, false, func(from, to, _ string, _ int) bool { return to != "x/a" || from == "x/c" })
 
 	// Relabel x/b as c: it may now connect.
