@@ -12,11 +12,15 @@ import (
 )
 
 // newLogger logs to w: with tint's coloured text on a terminal, JSON otherwise,
-// unless format says which. Verbosity 1 and more turns on Debug.
+// unless format says which. Verbosity 1 and more turns on Debug; below 0
+// only warnings and errors are logged.
 func newLogger(w io.Writer, format string, verbosity int) *slog.Logger {
 	level := slog.LevelInfo
-	if verbosity > 0 {
+	switch {
+	case verbosity > 0:
 		level = slog.LevelDebug
+	case verbosity < 0:
+		level = slog.LevelWarn
 	}
 	tty := false
 	if f, ok := w.(*os.File); ok {
