@@ -16,6 +16,8 @@
 //   - nft/kuberouter: removes what kube-router leaves in netfilter (ipsets,
 //     iptables-nft chains and the rules that use them, its nftables tables),
 //     for nodes switching from it.
+//   - nft/nflog: reads the packets the firewall logs before it drops them
+//     (`nfrouter denials`).
 //   - this package: the applier (diff against an element-level cache of what is
 //     programmed, one batch per sync, read-back and repair on full syncs), the
 //     netlink transport, metrics, and Backend, the watch backend, which

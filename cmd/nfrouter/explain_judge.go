@@ -160,6 +160,10 @@ func (e *explainer) resolve(spec string) (endpoint, error) {
 		if node := e.nodeWithIP(ip); node != "" {
 			return endpoint{IP: ip, Kind: kindNode, Node: node}, nil
 		}
+		if svc := e.serviceWithIP(ip); svc != "" {
+			// Policies judge the packet after the proxy chose an endpoint.
+			return endpoint{}, fmt.Errorf("%s is an address of service %s: name one of its pods instead", ip, svc)
+		}
 		return endpoint{IP: ip, Kind: kindOutside}, nil
 	}
 	ns, name, ok := strings.Cut(spec, "/")
@@ -194,6 +198,17 @@ func (e *explainer) nodeWithIP(ip netip.Addr) string {
 		n := e.st.Nodes[name]
 		if slices.Contains(n.InternalIPs, ip) || slices.Contains(n.ExternalIPs, ip) {
 			return name
+		}
+	}
+	return ""
+}
+
+// serviceWithIP returns the service (namespace/name) that ip is a cluster,
+// external or load-balancer address of, or "".
+func (e *explainer) serviceWithIP(ip netip.Addr) string {
+	for k, sp := range e.st.ServicePorts {
+		if slices.Contains(sp.ClusterIPs, ip) || slices.Contains(sp.ExternalIPs, ip) || slices.Contains(sp.LoadBalancerIPs, ip) {
+			return k.Namespace + "/" + k.Name
 		}
 	}
 	return ""

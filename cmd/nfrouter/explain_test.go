@@ -146,6 +146,10 @@ func TestExplainUsageErrors(t *testing.T) {
 	if code != exitFailure || !strings.Contains(stderr, "no pod app/nobody") {
 		t.Errorf("unknown pod: exit %d, stderr %q", code, stderr)
 	}
+	code, _, stderr = runCommand(t, "explain", "--manifests", "../../deploy/examples", "--from", "shop/frontend-0", "--to", "10.96.0.80", "--port", "80")
+	if code != exitFailure || !strings.Contains(stderr, "service shop/web") {
+		t.Errorf("a service address: exit %d, stderr %q", code, stderr)
+	}
 	code, stdout, _ := runCommand(t, "explain", "--help")
 	if code != exitOK || !strings.Contains(stdout, "--from") || !strings.Contains(stdout, "namespace/name") {
 		t.Errorf("explain --help: exit %d, %q", code, stdout)
