@@ -11,6 +11,8 @@ import (
 
 	"github.com/nfrouter/nfrouter/integration/netnstest"
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
+	"github.com/nfrouter/nfrouter/nft/netpol"
+	"github.com/nfrouter/nfrouter/nft/nflog"
 )
 
 // TestKernelDenialsNamesTheDroppedProbe programs the firewall of
@@ -63,5 +65,55 @@ func TestKernelDenialsNamesTheDroppedProbe(t *testing.T) {
 	if d.From.Pod != "y/b" || d.From.IP != b.IPs[0] || d.To.Pod != "x/a" || d.To.IP != a.IPs[0] ||
 		d.Protocol != "TCP" || d.Port != 80 || d.Hook != "forward" || !slices.Equal(d.Isolating, want) {
 		t.Errorf("denials printed %+v; want y/b -> x/a TCP/80 at forward, isolated by %+v", d, want)
+	}
+}
+
+// TestKernelDenialsTimeout: with nothing dropped, `denials --timeout` ends
+// quietly with the table's header, and a second reader of the same group is
+// refused with a message that says why.
+func TestKernelDenialsTimeout(t *testing.T) {
+	kerneltest.RequireRoot(t)
+	ns := kerneltest.NewNetNS(t)
+	holder := make(chan struct{})
+	release := make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		held <- kerneltest.Do(ns, func() error {
+			r, err := nflog.Listen(netpol.NFLogGroup, 0)
+			if err != nil {
+				close(holder)
+				return err
+			}
+			close(holder)
+			<-release
+			return r.Close()
+		})
+	}()
+	<-holder
+	var code int
+	var stdout, stderr string
+	err := kerneltest.Do(ns, func() error {
+		code, stdout, stderr = runCommand(t, "denials", "--manifests", "testdata/denials.yaml", "--timeout", "100ms", "--log-format", "json")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != exitFailure || !strings.Contains(stderr, "another listener holds it") {
+		t.Errorf("second reader of the group: exit %d, stderr %q; want a failure naming the other listener", code, stderr)
+	}
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	err = kerneltest.Do(ns, func() error {
+		code, stdout, stderr = runCommand(t, "denials", "--manifests", "testdata/denials.yaml", "--timeout", "100ms", "--log-format", "json")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != exitOK || !strings.HasPrefix(stdout, "TIME") || strings.Count(stdout, "\n") != 1 {
+		t.Errorf("denials --timeout with nothing dropped: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }

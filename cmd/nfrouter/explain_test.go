@@ -11,7 +11,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+
+	"github.com/nfrouter/nfrouter/model"
 	"github.com/nfrouter/nfrouter/nft/netpol/netpoltest"
 )
 
@@ -261,4 +270,42 @@ func e2eManifests(nodes []string) string {
 			p.Name, p.Namespace, labels, p.Node, strings.Join(ports, ", "), p.IPs[0], strings.Join(ips, ", "))
 	}
 	return b.String()
+}
+
+// TestExplainReadsTheAPIServer loads the model through the agent's
+// informers, from a fake API server, and explains from it.
+func TestExplainReadsTheAPIServer(t *testing.T) {
+	pod := func(name, node, ip string, labels map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name, Labels: labels},
+			Spec:   corev1.PodSpec{NodeName: node},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}}}
+	}
+	client := fake.NewClientset(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}},
+		pod("client", "node-1", "10.244.1.5", map[string]string{"role": "client"}),
+		pod("db", "node-2", "10.244.2.7", map[string]string{"role": "db"}),
+		&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "db-from-client"},
+			Spec: networkingv1.NetworkPolicySpec{
+				PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"role": "db"}},
+				Ingress: []networkingv1.NetworkPolicyIngressRule{{
+					From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "client"}}}},
+					Ports: []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromInt32(5432))}},
+				}},
+			}},
+	)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := loadModel(t.Context(), sourceOptions{client: client, cacheSyncTimeout: 10 * time.Second}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newExplainer(st, false)
+	for port, want := range map[uint16]bool{5432: true, 80: false} {
+		x, err := e.explain(explainQuery{from: "app/client", to: "app/db", proto: model.TCP, port: port})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x.Allowed != want || len(x.Policies) != 1 || x.Policies[0].Policy != "app/db-from-client" {
+			t.Errorf("port %d: allowed %v by %+v, want %v by app/db-from-client", port, x.Allowed, x.Policies, want)
+		}
+	}
 }

@@ -18,6 +18,9 @@ import (
 type sourceOptions struct {
 	kubeconfig, master, manifests string
 	cacheSyncTimeout              time.Duration
+	// client, when set, is the API server to read instead of the one the
+	// flags name (tests).
+	client kubernetes.Interface
 }
 
 func (s *sourceOptions) addFlags(fs *pflag.FlagSet) {
@@ -48,8 +51,8 @@ func (s *sourceOptions) agentOptions() *options {
 // is done.
 func openModel(ctx context.Context, s sourceOptions, log *slog.Logger) (*model.Store, error) {
 	o := s.agentOptions()
-	var client kubernetes.Interface
-	if o.manifests == "" {
+	client := s.client
+	if o.manifests == "" && client == nil {
 		var err error
 		if client, err = newClient(o); err != nil {
 			return nil, err

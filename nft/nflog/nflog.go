@@ -6,7 +6,8 @@
 // # Kernel quirks
 //
 //   - One socket per group and network namespace: binding a group another
-//     listener (ulogd, a second `nfrouter denials`) holds fails with EBUSY.
+//     listener (ulogd, a second `nfrouter denials`) holds fails with EPERM,
+//     as it does without CAP_NET_ADMIN.
 //   - The kernel queues logged packets per group and sends them when 100
 //     are queued or a second has passed; the reader asks for each packet
 //     at once (queue threshold 1), which a rule's own threshold overrides.
@@ -80,8 +81,8 @@ func Listen(group uint16, netnsFd int) (*Reader, error) {
 
 func (r *Reader) bind() error {
 	err := r.configure(func(ae *netlink.AttributeEncoder) { ae.Bytes(cfgCmd, []byte{cmdBind}) })
-	if errors.Is(err, unix.EBUSY) {
-		return fmt.Errorf("nflog: bind group %d: another listener holds it: %w", r.group, err)
+	if errors.Is(err, unix.EPERM) {
+		return fmt.Errorf("nflog: bind group %d: another listener holds it, or CAP_NET_ADMIN is missing: %w", r.group, err)
 	}
 	if err != nil {
 		return fmt.Errorf("nflog: bind group %d: %w", r.group, err)
