@@ -126,7 +126,8 @@ func (e *explainer) explain(q explainQuery) (*explanation, error) {
 	if err := pickAddresses(&from, &to, q.family); err != nil {
 		return nil, err
 	}
-	x := &explanation{From: from, To: to, Protocol: strings.ToUpper(q.proto.String()), Port: q.port, Allowed: true}
+	x := &explanation{From: from, To: to, Protocol: strings.ToUpper(q.proto.String()), Port: q.port, Allowed: true,
+		Policies: []policyVerdict{}, Nodes: []nodePath{}}
 	pkt := ruleset.Packet{Src: from.IP, Dst: to.IP, Proto: uint8(q.proto), DPort: q.port}
 	if from.IP == to.IP {
 		x.Note = "a connection to its own address never leaves the pod or node: no firewall sees it"
