@@ -271,7 +271,7 @@ func printDenial(w io.Writer, d denial, format string) error {
 	if len(iso) == 0 {
 		iso = []string{"-"}
 	}
-	prefix := d.Prefix
+	prefix := strings.TrimRight(d.Prefix, ": ") // the firewall's end in ": " for the kernel log
 	if prefix == "" {
 		prefix = "-"
 	}

@@ -63,8 +63,9 @@ func TestKernelDenialsNamesTheDroppedProbe(t *testing.T) {
 	t.Logf("denials printed: %s", lines[0])
 	want := []isolation{{Policy: "x/deny-ingress", Pod: "x/a", Direction: "ingress"}}
 	if d.From.Pod != "y/b" || d.From.IP != b.IPs[0] || d.To.Pod != "x/a" || d.To.IP != a.IPs[0] ||
-		d.Protocol != "TCP" || d.Port != 80 || d.Hook != "forward" || !slices.Equal(d.Isolating, want) {
-		t.Errorf("denials printed %+v; want y/b -> x/a TCP/80 at forward, isolated by %+v", d, want)
+		d.Protocol != "TCP" || d.Port != 80 || d.Hook != "forward" || !slices.Equal(d.Isolating, want) ||
+		!strings.HasPrefix(d.Prefix, "nfrouter deny ingress x") {
+		t.Errorf("denials printed %+v; want y/b -> x/a TCP/80 at forward, logged as a denial of x's ingress, isolated by %+v", d, want)
 	}
 }
 

@@ -24,7 +24,7 @@ func TestDenialTableNamesPodsAndPolicies(t *testing.T) {
 	var out bytes.Buffer
 	printDenialHeader(&out)
 	for _, pkt := range []nflog.Packet{
-		{Prefix: "nfrouter deny in x", Hook: 2, Src: netip.MustParseAddr("10.244.1.2"), Dst: netip.MustParseAddr("10.244.1.1"), Proto: 6, SPort: 40000, DPort: 80},
+		{Prefix: "nfrouter deny ingress x: ", Hook: 2, Src: netip.MustParseAddr("10.244.1.2"), Dst: netip.MustParseAddr("10.244.1.1"), Proto: 6, SPort: 40000, DPort: 80},
 		{Hook: 2, Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("10.244.1.1"), Proto: 17, DPort: 53},
 	} {
 		pkt.Received = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -37,7 +37,7 @@ func TestDenialTableNamesPodsAndPolicies(t *testing.T) {
 		t.Fatalf("want a header and two lines:\n%s", out.String())
 	}
 	for i, want := range [][]string{
-		{"03:04:05.000", "nfrouter deny in x", "TCP/80", "y/b (10.244.1.2)", "x/a (10.244.1.1)", "ingress of x/a: x/deny-ingress"},
+		{"03:04:05.000", "nfrouter deny ingress x  ", "TCP/80", "y/b (10.244.1.2)", "x/a (10.244.1.1)", "ingress of x/a: x/deny-ingress"},
 		{"UDP/53", "192.0.2.1", "x/a (10.244.1.1)", "ingress of x/a: x/deny-ingress"},
 	} {
 		for _, w := range want {

@@ -164,7 +164,7 @@ func TestExplainUsageErrors(t *testing.T) {
 		t.Errorf("explain --help: exit %d, %q", code, stdout)
 	}
 	code, stdout, _ = runCommand(t, "--help")
-	if code != exitOK || !strings.Contains(stdout, "nfrouter explain") || !strings.Contains(stdout, "nfrouter denials") {
+	if code != exitOK || !strings.Contains(stdout, "\n  explain ") || !strings.Contains(stdout, "\n  denials ") {
 		t.Errorf("--help does not list the subcommands: %q", stdout)
 	}
 }

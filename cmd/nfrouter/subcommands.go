@@ -20,8 +20,8 @@ type command struct {
 // the agent. Add a command here.
 var commands = map[string]command{
 	"cleanup": {summary: "remove what nfrouter (and, asked, kube-router) programmed on this node", run: runCleanup},
-	"explain": {summary: "say whether the firewall allows a connection (--from POD|IP --to POD|IP --port 80/TCP), which policies decide and the path through each node's chains", run: runExplain},
-	"denials": {summary: "print the packets the firewall drops (NFLOG group 100 here) with pod names and the policies isolating them", run: runDenials},
+	"explain": {summary: "whether the firewall allows a connection, which policies decide, its path through each node's chains", run: runExplain},
+	"denials": {summary: "print the packets the firewall drops, with pod names and the policies isolating them", run: runDenials},
 }
 
 // commandUsage lists the commands for --help.
