@@ -190,9 +190,11 @@ func (x *podIndex) update(store *model.Store) *podIndex {
 		return x
 	}
 	x.st, x.byIP, x.nodes = st, map[netip.Addr]*model.Pod{}, map[netip.Addr]string{}
+	// Keys in reverse order: of pods sharing an address, the first by key is
+	// written last and wins, as in explain.
 	for _, k := range slices.SortedFunc(maps.Keys(st.Pods), func(a, b model.PodKey) int { return cmp.Compare(b.String(), a.String()) }) {
 		for _, ip := range st.Pods[k].IPs {
-			x.byIP[ip] = st.Pods[k] // the first by key wins, as in explain
+			x.byIP[ip] = st.Pods[k]
 		}
 	}
 	for name, n := range st.Nodes {
