@@ -284,3 +284,34 @@ func pollUntil[T any](ctx context.Context, timeout time.Duration, check func() (
 		}
 	}
 }
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's CPU times: 100 on
+// every Linux architecture Go supports.
+const clockTicks = 100
+
+// CPUSeconds reads the user and system CPU time nfrouter has used so far
+// from /proc, measured from outside: nfrouter's own process metrics cannot
+// see it here, since it runs in a PID namespace of its own under the
+// machine's /proc.
+func (r *NFRouter) CPUSeconds() (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.pid))
+	if err != nil {
+		return 0, fmt.Errorf("nfrouter on %s: CPU time: %w", r.Node.Name, err)
+	}
+	// The command name (field 2) is in parentheses and may hold spaces;
+	// utime and stime are fields 14 and 15, the 12th and 13th after it.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0, fmt.Errorf("nfrouter on %s: CPU time: malformed stat %q", r.Node.Name, b)
+	}
+	var ticks float64
+	for _, s := range f[11:13] {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("nfrouter on %s: CPU time: %w", r.Node.Name, err)
+		}
+		ticks += float64(v)
+	}
+	return ticks / clockTicks, nil
+}

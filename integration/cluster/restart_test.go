@@ -106,7 +106,7 @@ func TestRestart(t *testing.T) {
 	if n := m.Sum("nfrouter_nft_chains_rewritten_total"); n != 0 {
 		t.Errorf("restarted nfrouter rewrote %v chains; want 0", n)
 	}
-	t.Logf("restarted nfrouter: %s", cluster.SummaryOf(node.Name, m, 0))
+	t.Logf("restarted nfrouter: %s", cluster.SummaryOf(node.Name, m, 0, 0))
 	if res, err := cluster.WaitMatrix(ctx, cases, 10*time.Second); err != nil {
 		t.Fatalf("%v\n%s", err, cluster.FormatMatrix(res))
 	}

@@ -18,12 +18,13 @@ type Summary struct {
 	ElementsAdded   float64
 	ElementsRemoved float64
 	ChainsRewritten float64
-	CPUSeconds      float64 // user and system CPU of the nfrouter process
+	CPUSeconds      float64 // user and system CPU of the nfrouter process, from /proc
 	Execs           int
 }
 
-// SummaryOf builds a Summary from a scrape and an execve count.
-func SummaryOf(node string, m Metrics, execs int) Summary {
+// SummaryOf builds a Summary from a scrape, an execve count and the CPU
+// time used.
+func SummaryOf(node string, m Metrics, execs int, cpu float64) Summary {
 	return Summary{
 		Node:            node,
 		EventsChanged:   m.Sum("nfrouter_watch_events_total", `result="changed"`),
@@ -34,7 +35,7 @@ func SummaryOf(node string, m Metrics, execs int) Summary {
 		ElementsAdded:   m.Sum("nfrouter_nft_elements_added_total"),
 		ElementsRemoved: m.Sum("nfrouter_nft_elements_removed_total"),
 		ChainsRewritten: m.Sum("nfrouter_nft_chains_rewritten_total"),
-		CPUSeconds:      m.Sum("process_cpu_seconds_total"),
+		CPUSeconds:      cpu,
 		Execs:           execs,
 	}
 }
@@ -76,5 +77,9 @@ func (r *NFRouter) Summary(ctx context.Context) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	return SummaryOf(r.Node.Name, m, n), nil
+	cpu, err := r.CPUSeconds()
+	if err != nil {
+		return Summary{}, err
+	}
+	return SummaryOf(r.Node.Name, m, n, cpu), nil
 }
