@@ -140,8 +140,12 @@ func (n *NAT) elemsOf(k model.ServicePortKey, state *model.State) []natElem {
 		if vs.Kind.OnDummy() {
 			out = append(out, natElem{vipsSet(v6), ruleset.Element{Addr: vs.Addr}})
 		}
-		if vs.Local && vs.Kind.External() && !n.cfg.MasqueradeAll {
-			out = append(out, natElem{localExternalSet(v6), ruleset.Element{Addr: vs.Addr, Proto: uint8(vs.Proto), Port: vs.Port}})
+		if vs.Kind.External() && !n.cfg.MasqueradeAll {
+			set := externalSet(v6)
+			if vs.Local {
+				set = localExternalSet(v6)
+			}
+			out = append(out, natElem{set, ruleset.Element{Addr: vs.Addr, Proto: uint8(vs.Proto), Port: vs.Port}})
 		}
 		if n.cfg.HairpinAll || sp.Options.Hairpin {
 			out = append(out, hairpinElems(&vs, eps, n.cfg.NodeName)...)

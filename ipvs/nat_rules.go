@@ -11,9 +11,11 @@ import (
 //	set ipvs-hairpin-v4        endpoint . endpoint pairs of local endpoints of hairpin services
 //	set ipvs-cluster-cidrs-v4  the cluster's pod networks (not with --masquerade-all)
 //	set ipvs-local-external-v4 NodePorts, external and LB IPs of traffic policy Local (not with --masquerade-all)
+//	set ipvs-external-v4       NodePorts, external and LB IPs of traffic policy Cluster (not with --masquerade-all)
 //
 //	chain ipvs-mark (nat prerouting, dstnat)
 //	  ip daddr . meta l4proto . th dport @ipvs-local-external-v4 accept
+//	  ip daddr . meta l4proto . th dport @ipvs-external-v4 meta mark set meta mark | 0x00004000
 //	  ip saddr != @ipvs-cluster-cidrs-v4 ip daddr . meta l4proto . th dport @ipvs-services-v4 meta mark set meta mark | 0x00004000
 //	chain ipvs-postrouting (nat postrouting, srcnat)
 //	  meta mark & 0x00004000 == 0x00004000 meta mark set meta mark ^ 0x00004000 masquerade
@@ -30,6 +32,11 @@ import (
 // forwarding to postrouting, where the connection is masqueraded (kube-proxy's
 // IPVS mode does the same with iptables; nat chains see only the first
 // packet of a connection, so the mark need not be kept).
+//
+// Connections to an external address (NodePort, external or LB IP) of
+// traffic policy Cluster are masqueraded whatever their source, pods
+// included, as kube-proxy does: the endpoint may be on a third node, whose
+// reply must come back through the node that translated the connection.
 //
 // Connections that arrive for a virtual service of external traffic policy
 // Local keep their client's address (the policy's purpose, as in
@@ -69,6 +76,7 @@ func vipsSet(v6 bool) string          { return "ipvs-vips-" + fam(v6) }
 func hairpinSet(v6 bool) string       { return "ipvs-hairpin-" + fam(v6) }
 func clusterCIDRsSet(v6 bool) string  { return "ipvs-cluster-cidrs-" + fam(v6) }
 func localExternalSet(v6 bool) string { return "ipvs-local-external-" + fam(v6) }
+func externalSet(v6 bool) string      { return "ipvs-external-" + fam(v6) }
 
 // natSets are the set definitions of one family.
 func (n *NAT) natSets(v6 bool) []ruleset.Set {
@@ -83,7 +91,9 @@ func (n *NAT) natSets(v6 bool) []ruleset.Set {
 			ruleset.Set{Name: clusterCIDRsSet(v6), Type: ruleset.AddrKey(v6), Interval: true,
 				Comment: "cluster pod networks: connections from them keep their source"},
 			ruleset.Set{Name: localExternalSet(v6), Type: svc,
-				Comment: "IPVS virtual services of external traffic policy Local: clients keep their source"})
+				Comment: "IPVS virtual services of external traffic policy Local: clients keep their source"},
+			ruleset.Set{Name: externalSet(v6), Type: svc,
+				Comment: "IPVS NodePorts, external and LB IPs of traffic policy Cluster: always masqueraded"})
 	}
 	return sets
 }
@@ -132,6 +142,8 @@ func (n *NAT) putChains() {
 			// through this node without masquerading.
 			mark = append(mark, ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: localExternalSet(v6)}},
 				Verdict: ruleset.Accept{}})
+			mark = append(mark, ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: externalSet(v6)},
+				ruleset.MarkSet{Bits: ruleset.MasqueradeMark}}})
 			m = append(m, ruleset.AddrIn{V6: v6, Src: true, Not: true, Set: clusterCIDRsSet(v6)})
 		}
 		m = append(m, ruleset.DestPortIn{V6: v6, Set: servicesSet(v6)}, ruleset.MarkSet{Bits: ruleset.MasqueradeMark})

@@ -40,7 +40,8 @@ func (p *Planner) putChains() {
 		if !p.cfg.MasqueradeAll {
 			mark = append(mark, ruleset.AddrIn{V6: v6, Src: true, Not: true, Set: ClusterCIDRsSet(v6)})
 		}
-		dispatch = append(dispatch, ruleset.Rule{Matches: append(mark, ruleset.MarkSet{Bits: ruleset.MasqueradeMark})})
+		dispatch = append(dispatch, ruleset.Rule{Matches: append(mark, ruleset.MarkSet{Bits: ruleset.MasqueradeMark})},
+			ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: MasqueradeAlwaysSet(v6)}, ruleset.MarkSet{Bits: ruleset.MasqueradeMark}}})
 		reject = append(reject, ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: NoEndpointsSet(v6)}},
 			Verdict: ruleset.Reject{V6: v6}})
 		post = append(post, ruleset.Rule{Matches: []ruleset.Match{ruleset.CtStatusDNAT{}, ruleset.AddrPairIn{V6: v6, Set: HairpinSet(v6)}},

@@ -14,6 +14,8 @@
 //	services-nat-output      nat output, -100:       jump services
 //	services     ip daddr . meta l4proto . th dport @service-ips-v4
 //	               ip saddr != @service-cluster-cidrs-v4 meta mark set meta mark | 0x4000
+//	             ip daddr . meta l4proto . th dport @service-external-ips-v4
+//	               meta mark set meta mark | 0x4000
 //	             jump services-sticky
 //	             for n in 1..16 and every larger count in use:
 //	               ip daddr . meta l4proto . th dport @services-with-<n>-endpoints-v4
@@ -75,7 +77,12 @@
 //   - Masquerading: connections from outside the cluster CIDRs
 //     (--cluster-cidr, else every node's pod CIDRs) or all
 //     (--masquerade-all) are marked before DNAT and masqueraded in
-//     postrouting; external addresses of services with external traffic
+//     postrouting. External addresses (NodePorts, external and
+//     load-balancer IPs) of services with external traffic policy Cluster
+//     mark every connection, pods' too, as kube-proxy does: the endpoint
+//     may be on a third node, and its reply must come back through the
+//     node that translated the connection (a pod on node A reaching node
+//     B's NodePort served by a pod on node C). External addresses of
 //     policy Local are never marked, so that the client's address reaches
 //     the pod. Hairpin connections (a pod reaching itself) are masqueraded
 //     after DNAT through the endpoint . endpoint set.

@@ -51,6 +51,11 @@ func NoEndpointsSet(v6 bool) string { return "services-without-endpoints-" + fam
 // connections from outside the cluster are masqueraded.
 func MasqueradeSet(v6 bool) string { return "service-ips-" + fam(v6) }
 
+// MasqueradeAlwaysSet names the set of external service addresses .
+// protocol . port (NodePorts, external and load-balancer IPs of external
+// traffic policy Cluster) whose connections are all masqueraded.
+func MasqueradeAlwaysSet(v6 bool) string { return "service-external-ips-" + fam(v6) }
+
 // ClusterCIDRsSet names the interval set of the cluster's pod CIDRs.
 func ClusterCIDRsSet(v6 bool) string { return "service-cluster-cidrs-" + fam(v6) }
 

@@ -57,8 +57,11 @@ func elements(vk vipKey, pv programmedVIP) []setElem {
 	key := ruleset.Element{Addr: vk.Addr, Proto: uint8(vk.Proto), Port: vk.Port}
 	plan := pv.plan
 	var out []setElem
-	if plan.Masquerade {
+	switch plan.Masquerade {
+	case masqueradeOutside:
 		out = append(out, setElem{MasqueradeSet(v6), key})
+	case masqueradeAlways:
+		out = append(out, setElem{MasqueradeAlwaysSet(v6), key})
 	}
 	if len(plan.Endpoints) == 0 {
 		return append(out, setElem{NoEndpointsSet(v6), key})
@@ -165,6 +168,7 @@ func familySets(v6 bool) []ruleset.Set {
 		{Name: EndpointsMap(v6), Type: slot, Data: target, Comment: "service address . protocol . port . slot to endpoint address . port"},
 		{Name: NoEndpointsSet(v6), Type: ruleset.AddrProtoPortKey(v6), Comment: "service address . protocol . port without endpoints: rejected"},
 		{Name: MasqueradeSet(v6), Type: ruleset.AddrProtoPortKey(v6), Comment: "service address . protocol . port masqueraded from outside the cluster"},
+		{Name: MasqueradeAlwaysSet(v6), Type: ruleset.AddrProtoPortKey(v6), Comment: "external service address . protocol . port of traffic policy Cluster: always masqueraded"},
 		{Name: ClusterCIDRsSet(v6), Type: addr, Interval: true, Comment: "the cluster's pod CIDRs"},
 		{Name: HairpinSet(v6), Type: pair, Comment: "local endpoint . itself: a pod reaching itself through a service"},
 	}

@@ -37,14 +37,29 @@ type endpoint struct {
 	Local bool // on this node: a candidate for hairpin
 }
 
+// masquerade says which connections to a service address are masqueraded.
+type masquerade uint8
+
+const (
+	// masqueradeOutside: connections from outside the cluster CIDRs (a
+	// cluster IP: pods keep their address).
+	masqueradeOutside masquerade = iota
+	// masqueradeAlways: every connection (an external address of a service
+	// with external traffic policy Cluster: the endpoint may be on another
+	// node, and its reply must come back through this one, also when the
+	// client is a pod of a third node; kube-proxy does the same).
+	masqueradeAlways
+	// masqueradeNever: none (an external address of policy Local, which
+	// keeps the client's address; only local endpoints serve it).
+	masqueradeNever
+)
+
 // vipPlan is what one service port wants at one service address.
 type vipPlan struct {
 	// Endpoints in slot order (the model's order: by address, then port).
 	Endpoints []endpoint
-	// Masquerade: connections from outside the cluster CIDRs are
-	// masqueraded. Off for external addresses of services whose external
-	// traffic policy is Local, which keep the client's address.
-	Masquerade bool
+	// Masquerade says which connections are masqueraded.
+	Masquerade masquerade
 	// Affinity is the ClientIP session affinity timeout, 0 for none.
 	// StickyPort is the endpoints' one target port, which the sticky DNAT
 	// needs; 0 when they differ (no affinity then, and a problem).
@@ -81,7 +96,13 @@ func planPort(sp *model.ServicePort, eps model.Endpoints, node *model.Node, cfg 
 			if out[k] != nil {
 				continue
 			}
-			vp := &vipPlan{Masquerade: !(external && local)}
+			vp := &vipPlan{}
+			switch {
+			case external && local:
+				vp.Masquerade = masqueradeNever
+			case external:
+				vp.Masquerade = masqueradeAlways
+			}
 			for _, e := range eps.Serving(a.Is4(), local, cfg.NodeName) {
 				vp.Endpoints = append(vp.Endpoints, endpoint{netip.AddrPortFrom(e.Addr, e.Port), e.Node == cfg.NodeName})
 			}
