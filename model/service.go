@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,6 +65,9 @@ type ServicePort struct {
 	NodePort        uint16 // 0 when none
 	ExternalIPs     []netip.Addr
 	LoadBalancerIPs []netip.Addr
+	// LoadBalancerSourceRanges (spec.loadBalancerSourceRanges) are the only
+	// clients that may reach the load-balancer IPs; empty: everyone.
+	LoadBalancerSourceRanges []netip.Prefix
 	// AffinityTimeout is the ClientIP session affinity timeout in seconds; 0
 	// means no affinity.
 	AffinityTimeout      int32
@@ -161,15 +165,16 @@ func ServicePortsFromAPI(svc *corev1.Service) ([]*ServicePort, error) {
 			return nil, fmt.Errorf("service %s/%s: port %q: out of range", svc.Namespace, svc.Name, p.Name)
 		}
 		sp := &ServicePort{
-			Key:                  ServicePortKey{svc.Namespace, svc.Name, p.Name, proto},
-			ClusterIPs:           vips,
-			Port:                 uint16(p.Port),
-			ExternalIPs:          external,
-			LoadBalancerIPs:      lbs,
-			AffinityTimeout:      affinity,
-			ExternalTrafficLocal: svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
-			InternalTrafficLocal: svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal,
-			Options:              opts,
+			Key:                      ServicePortKey{svc.Namespace, svc.Name, p.Name, proto},
+			ClusterIPs:               vips,
+			Port:                     uint16(p.Port),
+			ExternalIPs:              external,
+			LoadBalancerIPs:          lbs,
+			LoadBalancerSourceRanges: sourceRanges(svc.Spec.LoadBalancerSourceRanges),
+			AffinityTimeout:          affinity,
+			ExternalTrafficLocal:     svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
+			InternalTrafficLocal:     svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal,
+			Options:                  opts,
 		}
 		if svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
 			sp.NodePort = uint16(p.NodePort)
@@ -177,6 +182,22 @@ func ServicePortsFromAPI(svc *corev1.Service) ([]*ServicePort, error) {
 		out = append(out, sp)
 	}
 	return out, nil
+}
+
+// sourceRanges parses spec.loadBalancerSourceRanges. The API server
+// validates them; one that does not parse is skipped, as kube-proxy does,
+// rather than leaving the whole service unprogrammed.
+func sourceRanges(in []string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range in {
+		if p, err := parsePrefix(strings.TrimSpace(s)); err == nil {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b netip.Prefix) int {
+		return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
+	})
+	return slices.Compact(out)
 }
 
 func proxyOptions(ann map[string]string) ProxyOptions {

@@ -65,6 +65,9 @@ type flowRow struct {
 //	       (routed to node-b); externalTrafficPolicy Local; one endpoint,
 //	       b1 on node-b.
 //	empty  ClusterIP 10.96.0.12:80, NodePort 30082; no endpoints.
+//	fenced ClusterIP 10.96.0.13:80, LB IP 192.0.2.13 (routed to node-b),
+//	       loadBalancerSourceRanges 192.168.62.0/24 (the router's side of
+//	       node-b's link); one endpoint, b1 on node-b.
 var flowRows = []flowRow{
 	// Cluster IPs: pods keep their address; the node's own connections
 	// are masqueraded (they come from outside the cluster CIDRs).
@@ -96,6 +99,14 @@ var flowRows = []flowRow{
 	{name: "pod to cluster IP without endpoints", from: "client-a", to: "empty-cluster-ip", port: 80, outcome: refused},
 	{name: "outside to NodePort without endpoints", from: "outside", to: "node-b", port: 30082, outcome: refused},
 	{name: "node to NodePort without endpoints", from: "node-a", to: "node-b", port: 30082, outcome: refused},
+	// loadBalancerSourceRanges: only clients in the ranges reach the LB IP,
+	// whichever node translates; the cluster IP is not restricted.
+	{name: "client in the source ranges to restricted LB IP", from: "outside", to: "fenced-lb", port: 80,
+		endpoints: []string{"b1"}, seen: "node-b"},
+	{name: "pod outside the source ranges to restricted LB IP", from: "client-a", to: "fenced-lb", port: 80, outcome: dropped},
+	{name: "node outside the source ranges to restricted LB IP", from: "node-a", to: "fenced-lb", port: 80, outcome: dropped},
+	{name: "pod to the cluster IP of a service with source ranges", from: "client-a", to: "fenced-cluster-ip", port: 80,
+		endpoints: []string{"b1"}, seen: "client"},
 }
 
 // flowBed is the three-node layout.
@@ -115,6 +126,7 @@ func newFlowBed(t *testing.T) *flowBed {
 			"web-cluster-ip": netip.MustParseAddr("10.96.0.10"), "web-lb": netip.MustParseAddr("192.0.2.10"),
 			"web-external": netip.MustParseAddr("192.0.2.20"), "local-cluster-ip": netip.MustParseAddr("10.96.0.11"),
 			"local-lb": netip.MustParseAddr("192.0.2.11"), "empty-cluster-ip": netip.MustParseAddr("10.96.0.12"),
+			"fenced-cluster-ip": netip.MustParseAddr("10.96.0.13"), "fenced-lb": netip.MustParseAddr("192.0.2.13"),
 		}}
 	router := netnstest.NewNode(t)
 	bed.clients["outside"] = router.NS
@@ -137,7 +149,7 @@ func newFlowBed(t *testing.T) *flowBed {
 		bed.st.Nodes[name] = &model.Node{Name: name, InternalIPs: []netip.Addr{netip.MustParseAddr(nodeIP)},
 			PodCIDRs: []netip.Prefix{netip.MustParsePrefix(podCIDR)}}
 	}
-	routeVia(t, router.NS, "192.168.62.2", "192.0.2.10/32", "192.0.2.11/32")
+	routeVia(t, router.NS, "192.168.62.2", "192.0.2.10/32", "192.0.2.11/32", "192.0.2.13/32")
 	routeVia(t, router.NS, "192.168.63.2", "192.0.2.20/32")
 
 	pod := func(node, name, ip string) *netnstest.Pod {
@@ -159,9 +171,13 @@ func newFlowBed(t *testing.T) *flowBed {
 	local.NodePort, local.LoadBalancerIPs, local.ExternalTrafficLocal = 30081, []netip.Addr{bed.addrs["local-lb"]}, true
 	empty := webPort("empty", bed.addrs["empty-cluster-ip"])
 	empty.NodePort = 30082
-	for _, sp := range []*model.ServicePort{web, local, empty} {
+	fenced := webPort("fenced", bed.addrs["fenced-cluster-ip"])
+	fenced.LoadBalancerIPs = []netip.Addr{bed.addrs["fenced-lb"]}
+	fenced.LoadBalancerSourceRanges = []netip.Prefix{netip.MustParsePrefix("192.168.62.0/24")}
+	for _, sp := range []*model.ServicePort{web, local, empty, fenced} {
 		bed.st.ServicePorts[sp.Key] = sp
 	}
+	bed.st.Endpoints[fenced.Key] = ep("10.244.2.11", "node-b")
 	bed.st.Endpoints[web.Key] = ep("10.244.3.11", "node-c")
 	bed.st.Endpoints[local.Key] = ep("10.244.2.11", "node-b")
 

@@ -15,6 +15,9 @@ const (
 	prioDstNAT = -100
 	prioSrcNAT = 100
 	prioFilter = -10
+	// prioFirewall runs before DNAT, while the destination is still the
+	// load-balancer IP.
+	prioFirewall = -110
 )
 
 // putChains writes every chain from the families, classes and sticky
@@ -63,6 +66,25 @@ func (p *Planner) putChains() {
 		{ChainFilterInput, "input"}, {ChainFilterForward, "forward"}, {ChainFilterOutput, "output"},
 	} {
 		p.t.PutChain(&ruleset.Chain{Name: c.name, Base: &ruleset.Hook{Hook: c.hook, Type: "filter", Priority: prioFilter}, Rules: reject})
+	}
+
+	// loadBalancerSourceRanges: before DNAT (the filter hooks at -110, as
+	// kube-proxy), connections to a restricted load-balancer IP from
+	// outside its ranges are dropped, from outside and from the node alike.
+	var firewall []ruleset.Rule
+	for _, vk := range slices.SortedFunc(maps.Keys(p.firewall), vipKey.compare) {
+		v6 := vk.Addr.Is6()
+		firewall = append(firewall, ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrIs{V6: v6, Addr: vk.Addr},
+			ruleset.DPort{Proto: uint8(vk.Proto), First: vk.Port}, ruleset.AddrIn{V6: v6, Src: true, Not: true, Set: p.firewall[vk]}},
+			Verdict: ruleset.Drop{}})
+	}
+	for _, c := range []struct{ name, hook string }{{ChainFirewallPre, "prerouting"}, {ChainFirewallOutput, "output"}} {
+		if len(firewall) == 0 {
+			p.t.DeleteChain(c.name)
+			continue
+		}
+		p.t.PutChain(&ruleset.Chain{Name: c.name, Base: &ruleset.Hook{Hook: c.hook, Type: "filter", Priority: prioFirewall},
+			Comment: "load-balancer IPs with source ranges: drop other clients", Rules: firewall})
 	}
 
 	var sticky []ruleset.Rule

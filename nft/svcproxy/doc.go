@@ -33,6 +33,15 @@
 //	service-hairpin-v4  local endpoint . itself: a pod that reached itself
 //	services-nat-input   nat input, 100: jump services-remember
 //
+// loadBalancerSourceRanges, per restricted load-balancer IP, before DNAT
+// (filter prerouting and output, priority -110, as kube-proxy):
+//
+//	services-firewall-prerouting, services-firewall-output:
+//	      ip daddr <lb ip> tcp dport <port> ip saddr != @service-lb-sources-v4/<ns>/<name>/<proto>[/<port>] drop
+//	service-lb-sources-v4/…  interval set of the allowed clients (the
+//	      ranges of the family; empty, everyone dropped, when the service
+//	      lists ranges of the other family only)
+//
 // Session affinity (ClientIP), per service port, family and timeout:
 //
 //	service-affinity-v4/<ns>/<name>/<proto>[/<port>]/<timeout>s

@@ -21,6 +21,8 @@ const (
 	ChainFilterInput    = "services-filter-input"
 	ChainFilterForward  = "services-filter-forward"
 	ChainFilterOutput   = "services-filter-output"
+	ChainFirewallPre    = "services-firewall-prerouting"
+	ChainFirewallOutput = "services-firewall-output"
 )
 
 // PrecreatedClasses are the endpoint counts whose class sets and rules exist
@@ -70,6 +72,12 @@ func portID(k model.ServicePortKey) string {
 		id += "/" + k.Port
 	}
 	return id
+}
+
+// SourceRangesSet names the interval set of the clients allowed to reach
+// the load-balancer IPs of one service port (loadBalancerSourceRanges).
+func SourceRangesSet(k model.ServicePortKey, v6 bool) string {
+	return "service-lb-sources-" + fam(v6) + "/" + portID(k)
 }
 
 // AffinityMap names the dynamic map from client address to the endpoint

@@ -2,6 +2,7 @@ package svcproxy
 
 import (
 	"fmt"
+	"net/netip"
 
 	"github.com/nfrouter/nfrouter/nft/ruleset"
 )
@@ -24,6 +25,9 @@ func (p *Planner) add(vk vipKey, pv programmedVIP) {
 	if pv.plan.sticky() {
 		p.useAffinity(affinityKey{pv.owner, v6, pv.plan.Affinity}, +1)
 	}
+	if pv.plan.Restricted {
+		p.useSources(sourcesKey{pv.owner, v6}, pv.plan.Sources, +1)
+	}
 	for _, se := range elements(vk, pv) {
 		p.t.AddElement(se.set, se.e)
 	}
@@ -38,6 +42,9 @@ func (p *Planner) remove(vk vipKey, pv programmedVIP) {
 	}
 	if pv.plan.sticky() {
 		p.useAffinity(affinityKey{pv.owner, v6, pv.plan.Affinity}, -1)
+	}
+	if pv.plan.Restricted {
+		p.useSources(sourcesKey{pv.owner, v6}, nil, -1)
 	}
 	if n := len(pv.plan.Endpoints); n > 0 {
 		p.useClass(n, v6, -1)
@@ -151,6 +158,26 @@ func (p *Planner) useAffinity(ak affinityKey, d int) {
 		p.t.DeleteSet(AffinityMap(ak.port, ak.v6, ak.timeout))
 		p.t.DeleteSet(AffinityEndpointsSet(ak.port, ak.v6, ak.timeout))
 		p.rulesDirty = true
+	}
+}
+
+// useSources counts a restricted load-balancer IP of one service port and
+// family in or out; the port's source set exists while it has some, and
+// holds the ranges the last one counted in brought (all of a port's
+// addresses of a family share them).
+func (p *Planner) useSources(sk sourcesKey, ranges []netip.Prefix, d int) {
+	name := SourceRangesSet(sk.port, sk.v6)
+	p.sources[sk] += d
+	switch {
+	case d > 0:
+		if p.sources[sk] == 1 {
+			p.t.PutSet(ruleset.Set{Name: name, Type: ruleset.AddrKey(sk.v6), Interval: true,
+				Comment: "clients allowed to reach the load-balancer IPs of " + sk.port.String()})
+		}
+		p.t.ReplaceElements(name, ruleset.PrefixRanges(ranges, nil, sk.v6))
+	case p.sources[sk] == 0:
+		delete(p.sources, sk)
+		p.t.DeleteSet(name)
 	}
 }
 

@@ -65,11 +65,16 @@ type vipPlan struct {
 	// needs; 0 when they differ (no affinity then, and a problem).
 	Affinity   time.Duration
 	StickyPort uint16
+	// Restricted: a load-balancer IP of a service with
+	// loadBalancerSourceRanges; only clients in Sources (the ranges of the
+	// address's family, maybe none) reach it, the others are dropped.
+	Restricted bool
+	Sources    []netip.Prefix
 }
 
 func (p *vipPlan) equal(o *vipPlan) bool {
 	return p.Masquerade == o.Masquerade && p.Affinity == o.Affinity && p.StickyPort == o.StickyPort &&
-		slices.Equal(p.Endpoints, o.Endpoints)
+		p.Restricted == o.Restricted && slices.Equal(p.Sources, o.Sources) && slices.Equal(p.Endpoints, o.Endpoints)
 }
 
 // sticky reports whether the address gets session-affinity rules.
@@ -119,6 +124,20 @@ func planPort(sp *model.ServicePort, eps model.Endpoints, node *model.Node, cfg 
 	add(false, sp.ClusterIPs, sp.Port)
 	add(true, sp.ExternalIPs, sp.Port)
 	add(true, sp.LoadBalancerIPs, sp.Port)
+	if len(sp.LoadBalancerSourceRanges) > 0 {
+		for _, a := range sp.LoadBalancerIPs {
+			vp := out[vipKey{a, sp.Key.Protocol, sp.Port}]
+			if vp == nil || slices.Contains(sp.ExternalIPs, a) || slices.Contains(sp.ClusterIPs, a) {
+				continue // counted as another kind, which no range restricts
+			}
+			vp.Restricted = true
+			for _, r := range sp.LoadBalancerSourceRanges {
+				if r.Addr().Is4() == a.Is4() {
+					vp.Sources = append(vp.Sources, r)
+				}
+			}
+		}
+	}
 	var nodeAddrs []netip.Addr
 	for _, a := range node.NodePortAddrs(cfg.NodePortBindOnAllIPs) {
 		if slices.ContainsFunc(sp.ClusterIPs, func(c netip.Addr) bool { return c.Is4() == a.Is4() }) {

@@ -54,6 +54,10 @@ type Planner struct {
 	// sticky is the sticky DNAT of each such address.
 	affinity map[affinityKey]int
 	sticky   map[vipKey]stickyRule
+	// sources counts programmed restricted load-balancer IPs per service
+	// port and family; firewall is the source set of each such address.
+	sources  map[sourcesKey]int
+	firewall map[vipKey]string
 	// cidrs are the cluster CIDR elements per family.
 	cidrs [2][]ruleset.Element
 	// rulesDirty says that the chains must be rebuilt: a family, class or
@@ -77,6 +81,12 @@ type affinityKey struct {
 	port    model.ServicePortKey
 	v6      bool
 	timeout time.Duration
+}
+
+// sourcesKey names the source-range set of one service port and family.
+type sourcesKey struct {
+	port model.ServicePortKey
+	v6   bool
 }
 
 // Problem is a service port that cannot be programmed as asked.
@@ -105,6 +115,8 @@ func New(t *ruleset.Table, cfg Config) *Planner {
 		classes:          [2]map[int]int{{}, {}},
 		affinity:         map[affinityKey]int{},
 		sticky:           map[vipKey]stickyRule{},
+		sources:          map[sourcesKey]int{},
+		firewall:         map[vipKey]string{},
 		rulesDirty:       true,
 	}
 }
@@ -231,6 +243,18 @@ func (p *Planner) resolve(vk vipKey) {
 			// the map does not say which clients those are.
 			p.t.FlushSet(rule.affinityMap)
 		}
+	}
+	var fw string
+	if len(cs) > 0 && want.plan.Restricted {
+		fw = SourceRangesSet(want.owner, vk.Addr.Is6())
+	}
+	if p.firewall[vk] != fw {
+		if fw == "" {
+			delete(p.firewall, vk)
+		} else {
+			p.firewall[vk] = fw
+		}
+		p.rulesDirty = true
 	}
 	if p.sticky[vk] != rule {
 		if rule == (stickyRule{}) {

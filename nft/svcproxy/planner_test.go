@@ -5,6 +5,7 @@ import (
 	"github.com/nfrouter/nfrouter/integration/golden"
 	"maps"
 	"math/rand/v2"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -63,6 +64,11 @@ func TestIncrementalEqualsFull(t *testing.T) {
 		alt.AffinityTimeout = 30 - sp.AffinityTimeout%7
 		alt.ExternalTrafficLocal = !sp.ExternalTrafficLocal
 		alt.NodePort = 31000 + sp.Port%100
+		if len(sp.LoadBalancerSourceRanges) > 0 {
+			alt.LoadBalancerSourceRanges = sp.LoadBalancerSourceRanges[:1]
+		} else if len(sp.LoadBalancerIPs) > 0 {
+			alt.LoadBalancerSourceRanges = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+		}
 		altPorts[k] = &alt
 	}
 	altNode := *universe.Nodes[svcfixture.NodeName]

@@ -114,6 +114,11 @@ func Cases() []Case {
 			{Namespace: "a", Name: "first", Protocol: model.TCP}:  {modeltest.Ep("10.1.0.2:80", "rs")},
 			{Namespace: "b", Name: "second", Protocol: model.TCP}: {modeltest.Ep("10.1.0.3:80", "rs")}}),
 		one("many-endpoints", []*model.ServicePort{web()}, eps(webKey, many)),
+		// IPv4 ranges only: the IPv6 load-balancer IP admits no one.
+		one("load-balancer-source-ranges", []*model.ServicePort{web(modeltest.ClusterIPs("10.96.0.10", "fd00:96::10"), modeltest.NodePort(30080), func(sp *model.ServicePort) {
+			sp.LoadBalancerIPs = modeltest.Addrs("198.51.100.80", "198.51.100.81", "2001:db8::80")
+			sp.LoadBalancerSourceRanges = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("203.0.113.0/25")}
+		})}, eps(webKey, three)),
 	}
 	return cases
 }
