@@ -99,6 +99,13 @@ var flowRows = []flowRow{
 	{name: "pod to cluster IP without endpoints", from: "client-a", to: "empty-cluster-ip", port: 80, outcome: refused},
 	{name: "outside to NodePort without endpoints", from: "outside", to: "node-b", port: 30082, outcome: refused},
 	{name: "node to NodePort without endpoints", from: "node-a", to: "node-b", port: 30082, outcome: refused},
+	// The service CIDR (10.96.0.0/16, --service-cluster-ip-range): a cluster
+	// IP on a port no service has is rejected, an address no service has
+	// is dropped; neither leaves by the default route.
+	{name: "pod to a cluster IP on a port no service has", from: "client-a", to: "web-cluster-ip", port: 81, outcome: refused},
+	{name: "node to a cluster IP on a port no service has", from: "node-a", to: "web-cluster-ip", port: 81, outcome: refused},
+	{name: "pod to an unallocated address of the service CIDR", from: "client-a", to: "unallocated", port: 80, outcome: dropped},
+	{name: "node to an unallocated address of the service CIDR", from: "node-a", to: "unallocated", port: 80, outcome: dropped},
 	// loadBalancerSourceRanges: only clients in the ranges reach the LB IP,
 	// whichever node translates; the cluster IP is not restricted.
 	{name: "client in the source ranges to restricted LB IP", from: "outside", to: "fenced-lb", port: 80,
@@ -126,6 +133,7 @@ func newFlowBed(t *testing.T) *flowBed {
 			"web-cluster-ip": netip.MustParseAddr("10.96.0.10"), "web-lb": netip.MustParseAddr("192.0.2.10"),
 			"web-external": netip.MustParseAddr("192.0.2.20"), "local-cluster-ip": netip.MustParseAddr("10.96.0.11"),
 			"local-lb": netip.MustParseAddr("192.0.2.11"), "empty-cluster-ip": netip.MustParseAddr("10.96.0.12"),
+			"unallocated":       netip.MustParseAddr("10.96.0.200"),
 			"fenced-cluster-ip": netip.MustParseAddr("10.96.0.13"), "fenced-lb": netip.MustParseAddr("192.0.2.13"),
 		}}
 	router := netnstest.NewNode(t)
@@ -183,7 +191,8 @@ func newFlowBed(t *testing.T) *flowBed {
 
 	for name, n := range bed.nodes {
 		bed.backend[name] = newBackendIn(t, n.NS, func(tbl *ruleset.Table) Part {
-			p, err := NewServiceProxy(tbl, ServiceProxyConfig{NodeName: name})
+			p, err := NewServiceProxy(tbl, ServiceProxyConfig{NodeName: name,
+				ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16")}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -32,6 +32,9 @@ type ServiceProxyConfig struct {
 	MasqueradeAll bool
 	// ClusterCIDRs is --cluster-cidr; nil means every node's pod CIDRs.
 	ClusterCIDRs []netip.Prefix
+	// ServiceCIDRs is --service-cluster-ip-range: traffic to an address in
+	// it that no service has is dropped; nil: not dropped.
+	ServiceCIDRs []netip.Prefix
 	Logger       *slog.Logger          // nil: slog.Default()
 	Registerer   prometheus.Registerer // nil: no metrics
 	Events       ServiceEventRecorder  // nil: no Kubernetes events
@@ -65,7 +68,7 @@ func NewServiceProxy(t *ruleset.Table, cfg ServiceProxyConfig) (*ServiceProxy, e
 	}
 	return &ServiceProxy{cfg: cfg, log: log.With("part", "service-proxy"), problems: g, current: map[model.ServicePortKey]struct{}{},
 		planner: svcproxy.New(t, svcproxy.Config{NodeName: cfg.NodeName, NodePortBindOnAllIPs: cfg.NodePortBindOnAllIPs,
-			MasqueradeAll: cfg.MasqueradeAll, ClusterCIDRs: cfg.ClusterCIDRs})}, nil
+			MasqueradeAll: cfg.MasqueradeAll, ClusterCIDRs: cfg.ClusterCIDRs, ServiceCIDRs: cfg.ServiceCIDRs})}, nil
 }
 
 // Name implements Part.

@@ -31,7 +31,7 @@ func (p *Planner) putChains() {
 	nat(ChainNATOutput, "output", prioDstNAT, jump(ChainDispatch))
 	nat(ChainNATInput, "input", prioSrcNAT, jump(ChainRemember))
 
-	var dispatch, reject, post []ruleset.Rule
+	var dispatch, reject, unknown, post []ruleset.Rule
 	post = append(post, jump(ChainRemember), ruleset.Rule{
 		Matches: []ruleset.Match{ruleset.MarkHas{Bits: ruleset.MasqueradeMark}, ruleset.MarkClear{Bits: ruleset.MasqueradeMark}},
 		Verdict: ruleset.Masquerade{}})
@@ -47,6 +47,15 @@ func (p *Planner) putChains() {
 			ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: MasqueradeAlwaysSet(v6)}, ruleset.MarkSet{Bits: ruleset.MasqueradeMark}}})
 		reject = append(reject, ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: NoEndpointsSet(v6)}},
 			Verdict: ruleset.Reject{V6: v6}})
+		// After DNAT: what still goes to a cluster IP or into the service
+		// CIDRs found no service port (kube-proxy rejects the one, drops
+		// the other) and must not leave by the default route.
+		unknown = append(unknown, ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrIn{V6: v6, Set: ClusterIPsSet(v6)}},
+			Verdict: ruleset.Reject{V6: v6}})
+		if len(ruleset.PrefixRanges(p.cfg.ServiceCIDRs, nil, v6)) > 0 {
+			unknown = append(unknown, ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrIn{V6: v6, Set: ServiceCIDRsSet(v6)}},
+				Verdict: ruleset.Drop{}})
+		}
 		post = append(post, ruleset.Rule{Matches: []ruleset.Match{ruleset.CtStatusDNAT{}, ruleset.AddrPairIn{V6: v6, Set: HairpinSet(v6)}},
 			Verdict: ruleset.Masquerade{}})
 	}
@@ -62,10 +71,15 @@ func (p *Planner) putChains() {
 	}
 	p.t.PutChain(&ruleset.Chain{Name: ChainDispatch, Comment: "service addresses: masquerade mark, then DNAT to an endpoint", Rules: dispatch})
 	nat(ChainNATPostrouting, "postrouting", prioSrcNAT, post...)
-	for _, c := range []struct{ name, hook string }{
-		{ChainFilterInput, "input"}, {ChainFilterForward, "forward"}, {ChainFilterOutput, "output"},
+	for _, c := range []struct {
+		name, hook string
+		rules      []ruleset.Rule
+	}{
+		{ChainFilterInput, "input", reject},
+		{ChainFilterForward, "forward", slices.Concat(reject, unknown)},
+		{ChainFilterOutput, "output", slices.Concat(reject, unknown)},
 	} {
-		p.t.PutChain(&ruleset.Chain{Name: c.name, Base: &ruleset.Hook{Hook: c.hook, Type: "filter", Priority: prioFilter}, Rules: reject})
+		p.t.PutChain(&ruleset.Chain{Name: c.name, Base: &ruleset.Hook{Hook: c.hook, Type: "filter", Priority: prioFilter}, Rules: c.rules})
 	}
 
 	// loadBalancerSourceRanges: before DNAT (the filter hooks at -110, as

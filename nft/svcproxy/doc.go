@@ -26,6 +26,10 @@
 //	                      i-th endpoint (endpoints sorted by address and port)
 //	services-without-endpoints-v4  rejected by services-filter-{input,forward,output}
 //	                      (filter, priority filter - 10) with an ICMP port-unreachable
+//	services-filter-{forward,output} also, after DNAT (so only what no
+//	                      service port translated):
+//	               ip daddr @service-cluster-ips-v4 reject      a cluster IP, a port no service has
+//	               ip daddr @service-cidrs-v4 drop              --service-cluster-ip-range, no service
 //	services-nat-postrouting  nat postrouting, srcnat:
 //	               jump services-remember
 //	               meta mark & 0x4000 == 0x4000 meta mark set meta mark ^ 0x4000 masquerade

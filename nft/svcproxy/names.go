@@ -61,6 +61,14 @@ func MasqueradeAlwaysSet(v6 bool) string { return "service-external-ips-" + fam(
 // ClusterCIDRsSet names the interval set of the cluster's pod CIDRs.
 func ClusterCIDRsSet(v6 bool) string { return "service-cluster-cidrs-" + fam(v6) }
 
+// ClusterIPsSet names the set of cluster IPs in use: traffic to one of
+// them that no service port translated is rejected.
+func ClusterIPsSet(v6 bool) string { return "service-cluster-ips-" + fam(v6) }
+
+// ServiceCIDRsSet names the interval set of the service CIDRs: traffic to
+// an address in them that no service has is dropped.
+func ServiceCIDRsSet(v6 bool) string { return "service-cidrs-" + fam(v6) }
+
 // HairpinSet names the set of local endpoint . same endpoint pairs.
 func HairpinSet(v6 bool) string { return "service-hairpin-" + fam(v6) }
 

@@ -64,6 +64,9 @@ func elements(vk vipKey, pv programmedVIP) []setElem {
 	key := ruleset.Element{Addr: vk.Addr, Proto: uint8(vk.Proto), Port: vk.Port}
 	plan := pv.plan
 	var out []setElem
+	if plan.ClusterIP {
+		out = append(out, setElem{ClusterIPsSet(v6), ruleset.Element{Addr: vk.Addr}})
+	}
 	switch plan.Masquerade {
 	case masqueradeOutside:
 		out = append(out, setElem{MasqueradeSet(v6), key})
@@ -112,6 +115,11 @@ func (p *Planner) useFamily(v6 bool, d int) {
 		for _, e := range p.cidrs[i] {
 			p.t.AddElement(ClusterCIDRsSet(v6), e)
 		}
+		if ranges := ruleset.PrefixRanges(p.cfg.ServiceCIDRs, nil, v6); len(ranges) > 0 {
+			p.t.PutSet(ruleset.Set{Name: ServiceCIDRsSet(v6), Type: ruleset.AddrKey(v6), Interval: true,
+				Comment: "the service CIDRs (--service-cluster-ip-range): addresses no service has are dropped"})
+			p.t.ReplaceElements(ServiceCIDRsSet(v6), ranges)
+		}
 		p.rulesDirty = true
 	case before > 0 && p.inUse[i] == 0:
 		for _, s := range familySets(v6) {
@@ -120,6 +128,7 @@ func (p *Planner) useFamily(v6 bool, d int) {
 		for n := 1; n <= PrecreatedClasses; n++ {
 			p.t.DeleteSet(ClassSet(n, v6))
 		}
+		p.t.DeleteSet(ServiceCIDRsSet(v6))
 		p.rulesDirty = true
 	}
 }
@@ -198,6 +207,7 @@ func familySets(v6 bool) []ruleset.Set {
 		{Name: MasqueradeAlwaysSet(v6), Type: ruleset.AddrProtoPortKey(v6), Comment: "external service address . protocol . port of traffic policy Cluster: always masqueraded"},
 		{Name: ClusterCIDRsSet(v6), Type: addr, Interval: true, Comment: "the cluster's pod CIDRs"},
 		{Name: HairpinSet(v6), Type: pair, Comment: "local endpoint . itself: a pod reaching itself through a service"},
+		{Name: ClusterIPsSet(v6), Type: addr, Comment: "cluster IPs: ports no service has are rejected"},
 	}
 }
 

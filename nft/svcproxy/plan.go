@@ -58,6 +58,9 @@ const (
 type vipPlan struct {
 	// Endpoints in slot order (the model's order: by address, then port).
 	Endpoints []endpoint
+	// ClusterIP: the address is a cluster IP, whose other ports are
+	// rejected.
+	ClusterIP bool
 	// Masquerade says which connections are masqueraded.
 	Masquerade masquerade
 	// Affinity is the ClientIP session affinity timeout, 0 for none.
@@ -73,7 +76,7 @@ type vipPlan struct {
 }
 
 func (p *vipPlan) equal(o *vipPlan) bool {
-	return p.Masquerade == o.Masquerade && p.Affinity == o.Affinity && p.StickyPort == o.StickyPort &&
+	return p.ClusterIP == o.ClusterIP && p.Masquerade == o.Masquerade && p.Affinity == o.Affinity && p.StickyPort == o.StickyPort &&
 		p.Restricted == o.Restricted && slices.Equal(p.Sources, o.Sources) && slices.Equal(p.Endpoints, o.Endpoints)
 }
 
@@ -101,7 +104,7 @@ func planPort(sp *model.ServicePort, eps model.Endpoints, node *model.Node, cfg 
 			if out[k] != nil {
 				continue
 			}
-			vp := &vipPlan{}
+			vp := &vipPlan{ClusterIP: !external}
 			switch {
 			case external && local:
 				vp.Masquerade = masqueradeNever

@@ -24,6 +24,10 @@ type Config struct {
 	// ClusterCIDRs (--cluster-cidr) are the cluster's pod CIDRs; nil means
 	// the pod CIDRs of every Node object.
 	ClusterCIDRs []netip.Prefix
+	// ServiceCIDRs (--service-cluster-ip-range) are the ranges cluster IPs
+	// are allocated from: traffic to an address in them that no service
+	// has is dropped. Empty: not known, not dropped.
+	ServiceCIDRs []netip.Prefix
 }
 
 // Planner keeps the service proxy's objects in a ruleset.Table up to date

@@ -20,7 +20,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 func configOf(c svcfixture.Case) Config {
-	return Config{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: c.BindAll, MasqueradeAll: c.MasqueradeAll, ClusterCIDRs: c.ClusterCIDRs}
+	return Config{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: c.BindAll, MasqueradeAll: c.MasqueradeAll, ClusterCIDRs: c.ClusterCIDRs, ServiceCIDRs: c.ServiceCIDRs}
 }
 
 func plan(st *model.State, cfg Config) (*ruleset.Table, *Result) {
@@ -77,7 +77,8 @@ func TestIncrementalEqualsFull(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, cfg := range []Config{
 		{NodeName: svcfixture.NodeName},
-		{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: true, MasqueradeAll: true},
+		{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: true, MasqueradeAll: true,
+			ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")}},
 	} {
 		tab := ruleset.NewTable("inet", "nfrouter")
 		p := New(tab, cfg)
