@@ -95,6 +95,19 @@ var flowRows = []flowRow{
 		endpoints: []string{"b1"}, seen: "client"},
 	{name: "outside to LB IP of policy Local (at node-b), local endpoint", from: "outside", to: "local-lb", port: 80,
 		endpoints: []string{"b1"}, seen: "client"},
+	{name: "outside to NodePort of policy Local on a node without a local endpoint", from: "outside", to: "node-c", port: 30081,
+		outcome: dropped},
+	// externalTrafficPolicy Local, clients inside the cluster: their
+	// connection is translated on their own node, which sends it to any
+	// endpoint; pods keep their address, the node's own are masqueraded.
+	{name: "pod to its own node's NodePort of policy Local, endpoint elsewhere", from: "client-a", to: "node-a", port: 30081,
+		endpoints: []string{"b1"}, seen: "client"},
+	{name: "pod to LB IP of policy Local, endpoint elsewhere", from: "client-a", to: "local-lb", port: 80,
+		endpoints: []string{"b1"}, seen: "client"},
+	{name: "node to LB IP of policy Local, endpoint elsewhere", from: "node-a", to: "local-lb", port: 80,
+		endpoints: []string{"b1"}, seen: "node-a"},
+	{name: "node to its own NodePort of policy Local, endpoint elsewhere", from: "node-a", to: "node-a", port: 30081,
+		endpoints: []string{"b1"}, seen: "node-a"},
 	// No endpoints at all: rejected, at every address.
 	{name: "pod to cluster IP without endpoints", from: "client-a", to: "empty-cluster-ip", port: 80, outcome: refused},
 	{name: "outside to NodePort without endpoints", from: "outside", to: "node-b", port: 30082, outcome: refused},

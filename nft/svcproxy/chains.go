@@ -27,8 +27,28 @@ func (p *Planner) putChains() {
 	nat := func(name, hook string, prio int32, rules ...ruleset.Rule) {
 		p.t.PutChain(&ruleset.Chain{Name: name, Base: &ruleset.Hook{Hook: hook, Type: "nat", Priority: prio}, Rules: rules})
 	}
-	nat(ChainNATPrerouting, "prerouting", prioDstNAT, jump(ChainDispatch))
-	nat(ChainNATOutput, "output", prioDstNAT, jump(ChainDispatch))
+	// In-cluster clients of an external address of traffic policy Local
+	// (pods, and the node itself, whose connections are masqueraded: they
+	// would leave with that address as source) are sent to any endpoint
+	// first, in services-internal, as kube-proxy does: their connection is
+	// translated on their own node, so no reply can miss it.
+	var pre, out, internal []ruleset.Rule
+	for _, v6 := range []bool{false, true} {
+		if p.inUse[famIndex(v6)] == 0 {
+			continue
+		}
+		pre = append(pre, ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrIn{V6: v6, Src: true, Set: ClusterCIDRsSet(v6)}},
+			Verdict: ruleset.Jump{Chain: ChainInternal}})
+		out = append(out, ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: LocalExternalSet(v6)},
+			ruleset.MarkSet{Bits: ruleset.MasqueradeMark}}})
+		for _, n := range p.classNumbers(p.internalClasses[famIndex(v6)]) {
+			internal = append(internal, ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: InternalClassSet(n, v6)}},
+				Verdict: ruleset.DNATSlot{V6: v6, Slots: uint32(n), Map: InternalEndpointsMap(v6)}})
+		}
+	}
+	p.t.PutChain(&ruleset.Chain{Name: ChainInternal, Comment: "in-cluster clients of external addresses of traffic policy Local: any endpoint", Rules: internal})
+	nat(ChainNATPrerouting, "prerouting", prioDstNAT, append(pre, jump(ChainDispatch))...)
+	nat(ChainNATOutput, "output", prioDstNAT, append(out, jump(ChainInternal), jump(ChainDispatch))...)
 	nat(ChainNATInput, "input", prioSrcNAT, jump(ChainRemember))
 
 	var dispatch, reject, unknown, post []ruleset.Rule
@@ -46,7 +66,8 @@ func (p *Planner) putChains() {
 		dispatch = append(dispatch, ruleset.Rule{Matches: append(mark, ruleset.MarkSet{Bits: ruleset.MasqueradeMark})},
 			ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: MasqueradeAlwaysSet(v6)}, ruleset.MarkSet{Bits: ruleset.MasqueradeMark}}})
 		reject = append(reject, ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: NoEndpointsSet(v6)}},
-			Verdict: ruleset.Reject{V6: v6}})
+			Verdict: ruleset.Reject{V6: v6}},
+			ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: NoLocalEndpointsSet(v6)}}, Verdict: ruleset.Drop{}})
 		// After DNAT: what still goes to a cluster IP or into the service
 		// CIDRs found no service port (kube-proxy rejects the one, drops
 		// the other) and must not leave by the default route.
@@ -64,7 +85,7 @@ func (p *Planner) putChains() {
 		if p.inUse[famIndex(v6)] == 0 {
 			continue
 		}
-		for _, n := range p.classNumbers(v6) {
+		for _, n := range p.classNumbers(p.classes[famIndex(v6)]) {
 			dispatch = append(dispatch, ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: ClassSet(n, v6)}},
 				Verdict: ruleset.DNATSlot{V6: v6, Slots: uint32(n), Map: EndpointsMap(v6)}})
 		}
@@ -120,13 +141,14 @@ func (p *Planner) putChains() {
 	p.t.PutChain(&ruleset.Chain{Name: ChainRemember, Comment: "connections to endpoints of services with session affinity: remember the client", Rules: remember})
 }
 
-// classNumbers are the endpoint counts whose class sets exist, ascending.
-func (p *Planner) classNumbers(v6 bool) []int {
+// classNumbers are the endpoint counts whose class sets exist, ascending:
+// the precreated ones and those of classes (counts per endpoint count).
+func (p *Planner) classNumbers(classes map[int]int) []int {
 	var out []int
 	for n := 1; n <= PrecreatedClasses; n++ {
 		out = append(out, n)
 	}
-	for n := range p.classes[famIndex(v6)] {
+	for n := range classes {
 		if n > PrecreatedClasses {
 			out = append(out, n)
 		}

@@ -10,8 +10,18 @@
 // port): a cluster IP, external IP or load-balancer IP on the service port,
 // or a NodePort address of this node on the NodePort.
 //
-//	services-nat-prerouting  nat prerouting, dstnat: jump services
-//	services-nat-output      nat output, -100:       jump services
+//	services-nat-prerouting  nat prerouting, dstnat:
+//	               ip saddr @service-cluster-cidrs-v4 jump services-internal
+//	               jump services
+//	services-nat-output      nat output, -100:
+//	               ip daddr . meta l4proto . th dport @service-external-local-ips-v4 meta mark set meta mark | 0x4000
+//	               jump services-internal
+//	               jump services
+//	services-internal  in-cluster clients of external addresses of traffic
+//	               policy Local go to any endpoint (kube-proxy's short-circuit),
+//	               for n in 1..16 and every larger count in use:
+//	               ip daddr . meta l4proto . th dport @services-internal-with-<n>-endpoints-v4
+//	                 dnat ip to ip daddr . meta l4proto . th dport . numgen random mod <n> map @service-internal-endpoints-v4
 //	services     ip daddr . meta l4proto . th dport @service-ips-v4
 //	               ip saddr != @service-cluster-cidrs-v4 meta mark set meta mark | 0x4000
 //	             ip daddr . meta l4proto . th dport @service-external-ips-v4
@@ -26,6 +36,8 @@
 //	                      i-th endpoint (endpoints sorted by address and port)
 //	services-without-endpoints-v4  rejected by services-filter-{input,forward,output}
 //	                      (filter, priority filter - 10) with an ICMP port-unreachable
+//	services-without-local-endpoints-v4  policy Local addresses whose endpoints are
+//	                      all elsewhere: dropped there (clients outside the cluster)
 //	services-filter-{forward,output} also, after DNAT (so only what no
 //	                      service port translated):
 //	               ip daddr @service-cluster-ips-v4 reject      a cluster IP, a port no service has
@@ -105,8 +117,14 @@
 //     (kube-proxy's nftables mode does not serve localhost either, and it
 //     would need route_localnet).
 //   - Traffic policies Local keep only this node's endpoints; an address
-//     left without endpoints is rejected, as kube-proxy does, rather than
-//     left to the routing table.
+//     left without any endpoint is rejected, one whose endpoints are all on
+//     other nodes is dropped (external policy Local), as kube-proxy does,
+//     rather than left to the routing table. Pods and the node itself
+//     reaching an external address of policy Local are sent to any
+//     endpoint instead (services-internal), as kube-proxy does: their
+//     connection is translated on their own node. They get no session
+//     affinity there. kube-router's service.local annotation keeps local
+//     endpoints only, for every client.
 //   - Addresses no one claims twice: when two service ports want one
 //     address, the smaller key owns it, whatever the order they came in,
 //     and the other reports an AddressConflict.

@@ -16,6 +16,7 @@ const (
 	ChainNATPostrouting = "services-nat-postrouting"
 	ChainNATInput       = "services-nat-input"
 	ChainDispatch       = "services"
+	ChainInternal       = "services-internal"
 	ChainSticky         = "services-sticky"
 	ChainRemember       = "services-remember"
 	ChainFilterInput    = "services-filter-input"
@@ -45,9 +46,30 @@ func EndpointsMap(v6 bool) string { return "service-endpoints-" + fam(v6) }
 // endpoints.
 func ClassSet(n int, v6 bool) string { return fmt.Sprintf("services-with-%d-endpoints-%s", n, fam(v6)) }
 
+// InternalClassSet names the set of external service addresses . protocol
+// . port of traffic policy Local whose in-cluster clients have n endpoints.
+func InternalClassSet(n int, v6 bool) string {
+	return fmt.Sprintf("services-internal-with-%d-endpoints-%s", n, fam(v6))
+}
+
+// InternalEndpointsMap names the map from an external address of traffic
+// policy Local . protocol . port . slot to the endpoint of in-cluster
+// clients.
+func InternalEndpointsMap(v6 bool) string { return "service-internal-endpoints-" + fam(v6) }
+
+// LocalExternalSet names the set of external service addresses . protocol .
+// port of traffic policy Local: the node's own connections to them are
+// masqueraded (they would leave with the address as their source).
+func LocalExternalSet(v6 bool) string { return "service-external-local-ips-" + fam(v6) }
+
 // NoEndpointsSet names the set of service addresses . protocol . port that
 // have no endpoint to send a new connection to.
 func NoEndpointsSet(v6 bool) string { return "services-without-endpoints-" + fam(v6) }
+
+// NoLocalEndpointsSet names the set of external addresses of traffic policy
+// Local . protocol . port whose endpoints are all on other nodes: clients
+// outside the cluster are dropped there.
+func NoLocalEndpointsSet(v6 bool) string { return "services-without-local-endpoints-" + fam(v6) }
 
 // MasqueradeSet names the set of service addresses . protocol . port whose
 // connections from outside the cluster are masqueraded.

@@ -22,6 +22,9 @@ func (p *Planner) add(vk vipKey, pv programmedVIP) {
 	if n := len(pv.plan.Endpoints); n > 0 {
 		p.useClass(n, v6, +1)
 	}
+	if n := len(pv.plan.Internal); n > 0 {
+		p.useInternalClass(n, v6, +1)
+	}
 	if pv.plan.sticky() {
 		p.useAffinity(affinityKey{pv.owner, v6, pv.plan.Affinity}, +1)
 	}
@@ -49,6 +52,9 @@ func (p *Planner) remove(vk vipKey, pv programmedVIP) {
 	if n := len(pv.plan.Endpoints); n > 0 {
 		p.useClass(n, v6, -1)
 	}
+	if n := len(pv.plan.Internal); n > 0 {
+		p.useInternalClass(n, v6, -1)
+	}
 	p.useFamily(v6, -1)
 }
 
@@ -72,8 +78,24 @@ func elements(vk vipKey, pv programmedVIP) []setElem {
 		out = append(out, setElem{MasqueradeSet(v6), key})
 	case masqueradeAlways:
 		out = append(out, setElem{MasqueradeAlwaysSet(v6), key})
+	case masqueradeNever:
+		if plan.Internal != nil {
+			out = append(out, setElem{LocalExternalSet(v6), key})
+		}
+	}
+	if n := len(plan.Internal); n > 0 {
+		out = append(out, setElem{InternalClassSet(n, v6), key})
+		for i, e := range plan.Internal {
+			out = append(out, setElem{InternalEndpointsMap(v6), slotElement(key, i, e)})
+		}
 	}
 	if len(plan.Endpoints) == 0 {
+		if len(plan.Internal) > 0 {
+			// Policy Local with endpoints on other nodes only: clients
+			// outside the cluster are dropped, as kube-proxy does (a load
+			// balancer's health check already took this node out).
+			return append(out, setElem{NoLocalEndpointsSet(v6), key})
+		}
 		return append(out, setElem{NoEndpointsSet(v6), key})
 	}
 	out = append(out, setElem{ClassSet(len(plan.Endpoints), v6), key})
@@ -111,6 +133,7 @@ func (p *Planner) useFamily(v6 bool, d int) {
 		}
 		for n := 1; n <= PrecreatedClasses; n++ {
 			p.t.PutSet(classSet(n, v6))
+			p.t.PutSet(internalClassSet(n, v6))
 		}
 		for _, e := range p.cidrs[i] {
 			p.t.AddElement(ClusterCIDRsSet(v6), e)
@@ -127,6 +150,7 @@ func (p *Planner) useFamily(v6 bool, d int) {
 		}
 		for n := 1; n <= PrecreatedClasses; n++ {
 			p.t.DeleteSet(ClassSet(n, v6))
+			p.t.DeleteSet(InternalClassSet(n, v6))
 		}
 		p.t.DeleteSet(ServiceCIDRsSet(v6))
 		p.rulesDirty = true
@@ -152,6 +176,32 @@ func (p *Planner) useClass(n int, v6 bool, d int) {
 		p.t.DeleteSet(ClassSet(n, v6))
 		p.rulesDirty = true
 	}
+}
+
+// useInternalClass is useClass for the in-cluster view of external
+// addresses of traffic policy Local.
+func (p *Planner) useInternalClass(n int, v6 bool, d int) {
+	c := p.internalClasses[famIndex(v6)]
+	c[n] += d
+	if c[n] == 0 {
+		delete(c, n)
+	}
+	if n <= PrecreatedClasses {
+		return
+	}
+	switch {
+	case d > 0 && c[n] == 1:
+		p.t.PutSet(internalClassSet(n, v6))
+		p.rulesDirty = true
+	case d < 0 && c[n] == 0:
+		p.t.DeleteSet(InternalClassSet(n, v6))
+		p.rulesDirty = true
+	}
+}
+
+func internalClassSet(n int, v6 bool) ruleset.Set {
+	return ruleset.Set{Name: InternalClassSet(n, v6), Type: ruleset.AddrProtoPortKey(v6),
+		Comment: fmt.Sprintf("policy Local address . protocol . port with %d in-cluster endpoints, in slots 0-%d of %s", n, n-1, InternalEndpointsMap(v6))}
 }
 
 // useAffinity counts a sticky address of one service port and family in or
@@ -181,7 +231,7 @@ func (p *Planner) useSources(sk sourcesKey, ranges []netip.Prefix, d int) {
 	case d > 0:
 		if p.sources[sk] == 1 {
 			p.t.PutSet(ruleset.Set{Name: name, Type: ruleset.AddrKey(sk.v6), Interval: true,
-				Comment: "clients allowed to reach the load-balancer IPs of " + sk.port.String()})
+				Comment: "clients loadBalancerSourceRanges allow to reach the service port's load-balancer IPs"})
 		}
 		p.t.ReplaceElements(name, ruleset.PrefixRanges(ranges, nil, sk.v6))
 	case p.sources[sk] == 0:
@@ -202,7 +252,11 @@ func familySets(v6 bool) []ruleset.Set {
 	}
 	return []ruleset.Set{
 		{Name: EndpointsMap(v6), Type: slot, Data: target, Comment: "service address . protocol . port . slot to endpoint address . port"},
+		{Name: InternalEndpointsMap(v6), Type: slot, Data: target,
+			Comment: "policy Local address . protocol . port . slot to in-cluster endpoint"},
+		{Name: LocalExternalSet(v6), Type: ruleset.AddrProtoPortKey(v6), Comment: "external service address . protocol . port of traffic policy Local: the node's own connections are masqueraded"},
 		{Name: NoEndpointsSet(v6), Type: ruleset.AddrProtoPortKey(v6), Comment: "service address . protocol . port without endpoints: rejected"},
+		{Name: NoLocalEndpointsSet(v6), Type: ruleset.AddrProtoPortKey(v6), Comment: "policy Local address . protocol . port with endpoints on other nodes only: dropped"},
 		{Name: MasqueradeSet(v6), Type: ruleset.AddrProtoPortKey(v6), Comment: "service address . protocol . port masqueraded from outside the cluster"},
 		{Name: MasqueradeAlwaysSet(v6), Type: ruleset.AddrProtoPortKey(v6), Comment: "external service address . protocol . port of traffic policy Cluster: always masqueraded"},
 		{Name: ClusterCIDRsSet(v6), Type: addr, Interval: true, Comment: "the cluster's pod CIDRs"},

@@ -63,6 +63,11 @@ type vipPlan struct {
 	ClusterIP bool
 	// Masquerade says which connections are masqueraded.
 	Masquerade masquerade
+	// Internal are the endpoints of clients inside the cluster (pods, the
+	// node itself) at an external address of traffic policy Local: every
+	// serving endpoint, as kube-proxy sends them, since their connection
+	// is translated on their own node. Nil for other addresses.
+	Internal []endpoint
 	// Affinity is the ClientIP session affinity timeout, 0 for none.
 	// StickyPort is the endpoints' one target port, which the sticky DNAT
 	// needs; 0 when they differ (no affinity then, and a problem).
@@ -77,7 +82,8 @@ type vipPlan struct {
 
 func (p *vipPlan) equal(o *vipPlan) bool {
 	return p.ClusterIP == o.ClusterIP && p.Masquerade == o.Masquerade && p.Affinity == o.Affinity && p.StickyPort == o.StickyPort &&
-		p.Restricted == o.Restricted && slices.Equal(p.Sources, o.Sources) && slices.Equal(p.Endpoints, o.Endpoints)
+		p.Restricted == o.Restricted && slices.Equal(p.Sources, o.Sources) && slices.Equal(p.Endpoints, o.Endpoints) &&
+		slices.Equal(p.Internal, o.Internal)
 }
 
 // sticky reports whether the address gets session-affinity rules.
@@ -108,6 +114,14 @@ func planPort(sp *model.ServicePort, eps model.Endpoints, node *model.Node, cfg 
 			switch {
 			case external && local:
 				vp.Masquerade = masqueradeNever
+				if !sp.Options.Local {
+					// kube-router's service.local annotation asks for
+					// local endpoints only, whoever the client.
+					vp.Internal = []endpoint{}
+					for _, e := range eps.Serving(a.Is4(), false, cfg.NodeName) {
+						vp.Internal = append(vp.Internal, endpoint{netip.AddrPortFrom(e.Addr, e.Port), e.Node == cfg.NodeName})
+					}
+				}
 			case external:
 				vp.Masquerade = masqueradeAlways
 			}

@@ -54,6 +54,9 @@ type Planner struct {
 	inUse [2]int
 	// classes counts programmed addresses per family and endpoint count.
 	classes [2]map[int]int
+	// internalClasses counts programmed external addresses of traffic
+	// policy Local per family and in-cluster endpoint count.
+	internalClasses [2]map[int]int
 	// affinity counts programmed sticky addresses per affinity map;
 	// sticky is the sticky DNAT of each such address.
 	affinity map[affinityKey]int
@@ -117,6 +120,7 @@ func New(t *ruleset.Table, cfg Config) *Planner {
 		problems:         map[model.ServicePortKey]Problem{},
 		affinityProblems: map[model.ServicePortKey]string{},
 		classes:          [2]map[int]int{{}, {}},
+		internalClasses:  [2]map[int]int{{}, {}},
 		affinity:         map[affinityKey]int{},
 		sticky:           map[vipKey]stickyRule{},
 		sources:          map[sourcesKey]int{},
