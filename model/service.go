@@ -73,7 +73,12 @@ type ServicePort struct {
 	AffinityTimeout      int32
 	ExternalTrafficLocal bool
 	InternalTrafficLocal bool
-	Options              ProxyOptions
+	// HealthCheckNodePort (spec.healthCheckNodePort) is where the node
+	// tells load balancers whether it has local endpoints of the service;
+	// 0 when none (a service of external traffic policy Local and type
+	// LoadBalancer has one).
+	HealthCheckNodePort uint16
+	Options             ProxyOptions
 }
 
 // ProxyOptions are kube-router's per-service annotations, kept as given; the
@@ -178,6 +183,9 @@ func ServicePortsFromAPI(svc *corev1.Service) ([]*ServicePort, error) {
 		}
 		if svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
 			sp.NodePort = uint16(p.NodePort)
+		}
+		if sp.ExternalTrafficLocal && svc.Spec.HealthCheckNodePort > 0 && svc.Spec.HealthCheckNodePort <= 65535 {
+			sp.HealthCheckNodePort = uint16(svc.Spec.HealthCheckNodePort)
 		}
 		out = append(out, sp)
 	}

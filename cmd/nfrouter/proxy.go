@@ -34,6 +34,7 @@ type proxyOptions struct {
 	clusterCIDRs        []string
 	serviceCIDRs        []string
 	hairpinMode         bool
+	healthzBindAddress  string
 
 	// Parsed by validate.
 	nodePortMin, nodePortMax uint16
@@ -49,6 +50,7 @@ func (p *proxyOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&p.masqueradeAll, "masquerade-all", false, "Masquerade all traffic to services, not only traffic from outside the cluster CIDRs.")
 	fs.StringSliceVar(&p.clusterCIDRs, "cluster-cidr", nil, "The cluster's pod CIDRs (one per family, comma-separated); traffic to a service from outside them is masqueraded. Default: the pod CIDRs of all Node objects.")
 	fs.StringSliceVar(&p.serviceCIDRs, "service-cluster-ip-range", nil, "The cluster's service CIDRs (one per family, comma-separated), as given to the API server: traffic to an address in them that no service has is dropped, and to a cluster IP on a port no service has is rejected, instead of leaving by the default route (nftables proxy). Default: none, not dropped.")
+	fs.StringVar(&p.healthzBindAddress, "healthz-bind-address", "0.0.0.0:10256", "Where to serve kube-proxy's /healthz and /livez (HOST:PORT), for load balancers and probes written for kube-proxy; empty disables. A port that cannot be bound is logged, not fatal. Load balancers' healthCheckNodePorts are served on every address.")
 	fs.BoolVar(&p.hairpinMode, "hairpin-mode", false, "Let every service's endpoints reach themselves through the service (hairpin), not only those of services annotated kube-router.io/service.hairpin.")
 }
 
