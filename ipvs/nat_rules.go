@@ -1,6 +1,9 @@
 package ipvs
 
 import (
+	"slices"
+
+	"github.com/nfrouter/nfrouter/model"
 	"github.com/nfrouter/nfrouter/nft/ruleset"
 )
 
@@ -57,12 +60,56 @@ import (
 // addresses are the node's own: they are never in ipvs-vips, so nothing else
 // sent to the node is dropped.
 
+// loadBalancerSourceRanges, per restricted load-balancer IP, before IPVS
+// and DNAT (filter prerouting and output, priority -110, as kube-proxy):
+//
+//	set ipvs-lb-sources-v4/<ns>/<name>/<proto>[/<port>]  the allowed clients (interval)
+//	chain ipvs-firewall, ipvs-firewall-output
+//	  ip daddr <lb ip> tcp dport <port> ip saddr != @ipvs-lb-sources-v4/… drop
+//
 // Chain names.
 const (
-	natChainMark        = "ipvs-mark"
-	natChainPostrouting = "ipvs-postrouting"
-	natChainInput       = "ipvs-input"
+	natChainMark           = "ipvs-mark"
+	natChainPostrouting    = "ipvs-postrouting"
+	natChainInput          = "ipvs-input"
+	natChainFirewall       = "ipvs-firewall"
+	natChainFirewallOutput = "ipvs-firewall-output"
 )
+
+// sourcesSet names the set of clients loadBalancerSourceRanges allow for a
+// service port and family.
+func sourcesSet(k model.ServicePortKey, v6 bool) string {
+	id := k.Namespace + "/" + k.Name + "/" + k.Protocol.String()
+	if k.Port != "" {
+		id += "/" + k.Port
+	}
+	return "ipvs-lb-sources-" + fam(v6) + "/" + id
+}
+
+// putFirewall writes the source-range drop rules, or deletes their chains
+// when no load-balancer IP is restricted.
+func (n *NAT) putFirewall() {
+	var rules []fwRule
+	for _, rs := range n.firewall {
+		rules = append(rules, rs...)
+	}
+	slices.SortFunc(rules, func(a, b fwRule) int { return a.vs.Compare(b.vs) })
+	var out []ruleset.Rule
+	for _, r := range rules {
+		v6 := r.vs.Addr.Is6()
+		out = append(out, ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrIs{V6: v6, Addr: r.vs.Addr},
+			ruleset.DPort{Proto: uint8(r.vs.Proto), First: r.vs.Port}, ruleset.AddrIn{V6: v6, Src: true, Not: true, Set: r.set}},
+			Verdict: ruleset.Drop{}})
+	}
+	for _, c := range []struct{ name, hook string }{{natChainFirewall, "prerouting"}, {natChainFirewallOutput, "output"}} {
+		if len(out) == 0 {
+			n.t.DeleteChain(c.name)
+			continue
+		}
+		n.t.PutChain(&ruleset.Chain{Name: c.name, Base: &ruleset.Hook{Hook: c.hook, Type: "filter", Priority: -110},
+			Rules: out, Comment: "IPVS: load-balancer IPs with source ranges: drop other clients"})
+	}
+}
 
 func fam(v6 bool) string {
 	if v6 {
