@@ -146,6 +146,11 @@ func ServicePortsFromAPI(svc *corev1.Service) ([]*ServicePort, error) {
 	}
 	var lbStrings []string
 	for _, in := range svc.Status.LoadBalancer.Ingress {
+		// ipMode Proxy: the load balancer proxies to the node, so the
+		// address must not be taken over here (kube-proxy neither).
+		if in.IPMode != nil && *in.IPMode == corev1.LoadBalancerIPModeProxy {
+			continue
+		}
 		lbStrings = append(lbStrings, in.IP)
 	}
 	lbs, err := parseAddrs(lbStrings)
