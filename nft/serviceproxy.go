@@ -48,6 +48,7 @@ type ServiceProxy struct {
 	planner  *svcproxy.Planner
 	problems prometheus.Gauge
 	current  map[model.ServicePortKey]struct{} // service ports with a problem
+	noCIDRs  bool                              // warned that no cluster CIDR is known
 }
 
 // NewServiceProxy returns the service proxy part, writing into t.
@@ -96,4 +97,12 @@ func (s *ServiceProxy) Plan(ctx context.Context, state *model.State, changes *mo
 		}
 	}
 	s.problems.Set(float64(len(s.current)))
+	if no := s.planner.NoClusterCIDRs(); no != s.noCIDRs {
+		s.noCIDRs = no
+		if no {
+			s.log.WarnContext(ctx, "no cluster CIDR known (no --cluster-cidr, no node with a pod CIDR): connections from pods to services are masqueraded too")
+		} else {
+			s.log.InfoContext(ctx, "cluster CIDRs known again: pods reach services with their own address")
+		}
+	}
 }

@@ -67,6 +67,9 @@ type Planner struct {
 	firewall map[vipKey]string
 	// cidrs are the cluster CIDR elements per family.
 	cidrs [2][]ruleset.Element
+	// noCIDRs: neither --cluster-cidr nor any node's pod CIDR is known, so
+	// every connection to a cluster IP is masqueraded.
+	noCIDRs bool
 	// rulesDirty says that the chains must be rebuilt: a family, class or
 	// sticky address came or went.
 	rulesDirty bool
@@ -180,6 +183,11 @@ func (p *Planner) Update(state *model.State, changes *model.Changes) *Result {
 	}
 	return res
 }
+
+// NoClusterCIDRs reports that no cluster CIDR is known (no --cluster-cidr,
+// no node with a pod CIDR) while pods' connections should keep their
+// address: every connection to a cluster IP is masqueraded then.
+func (p *Planner) NoClusterCIDRs() bool { return p.noCIDRs && !p.cfg.MasqueradeAll }
 
 // affected lists the service ports to re-plan, sorted.
 func (p *Planner) affected(state *model.State, changes *model.Changes, full bool) []model.ServicePortKey {
@@ -325,6 +333,7 @@ func (p *Planner) report(res *Result, keys []model.ServicePortKey, touched map[v
 // nodes' pod CIDRs.
 func (p *Planner) updateCIDRs(state *model.State) {
 	prefixes := model.ClusterCIDRs(p.cfg.ClusterCIDRs, state.Nodes)
+	p.noCIDRs = len(prefixes) == 0
 	for i, v6 := range []bool{false, true} {
 		want := ruleset.PrefixRanges(prefixes, nil, v6)
 		if slices.Equal(want, p.cidrs[i]) {

@@ -197,3 +197,26 @@ func TestEndpointChangeEditsElementsOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestNoClusterCIDRs checks when the planner says that pods' connections
+// are masqueraded for want of cluster CIDRs.
+func TestNoClusterCIDRs(t *testing.T) {
+	bare := modeltest.NewState([]*model.Node{{Name: svcfixture.NodeName, InternalIPs: modeltest.Addrs("192.168.1.10")}}, nil, nil)
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		st   *model.State
+		want bool
+	}{
+		{"no flag, nodes without pod CIDRs", Config{NodeName: svcfixture.NodeName}, bare, true},
+		{"--cluster-cidr", Config{NodeName: svcfixture.NodeName, ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}, bare, false},
+		{"--masquerade-all asks for it", Config{NodeName: svcfixture.NodeName, MasqueradeAll: true}, bare, false},
+		{"nodes' pod CIDRs", Config{NodeName: svcfixture.NodeName}, modeltest.NewState(svcfixture.Nodes(), nil, nil), false},
+	} {
+		p := New(ruleset.NewTable("inet", "nfrouter"), c.cfg)
+		p.Update(c.st, &model.Changes{Full: true})
+		if got := p.NoClusterCIDRs(); got != c.want {
+			t.Errorf("%s: NoClusterCIDRs() = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
