@@ -21,9 +21,9 @@ import (
 //	  ip daddr . meta l4proto . th dport @ipvs-external-v4 meta mark set meta mark | 0x00004000
 //	  ip saddr != @ipvs-cluster-cidrs-v4 ip daddr . meta l4proto . th dport @ipvs-services-v4 meta mark set meta mark | 0x00004000
 //	chain ipvs-postrouting (nat postrouting, srcnat)
-//	  meta mark & 0x00004000 == 0x00004000 meta mark set meta mark ^ 0x00004000 masquerade
-//	  ip saddr @ipvs-vips-v4 masquerade
-//	  ip saddr . ip daddr @ipvs-hairpin-v4 masquerade
+//	  meta mark & 0x00004000 == 0x00004000 meta mark set meta mark ^ 0x00004000 masquerade fully-random
+//	  ip saddr @ipvs-vips-v4 masquerade fully-random
+//	  ip saddr . ip daddr @ipvs-hairpin-v4 masquerade fully-random
 //	chain ipvs-input (filter input, filter)
 //	  ip daddr . meta l4proto . th dport @ipvs-services-v4 accept
 //	  ip daddr @ipvs-vips-v4 ct state established,related accept
@@ -180,7 +180,7 @@ func (n *NAT) putChains() {
 	var mark []ruleset.Rule
 	post := []ruleset.Rule{{Matches: []ruleset.Match{
 		ruleset.MarkHas{Bits: ruleset.MasqueradeMark}, ruleset.MarkClear{Bits: ruleset.MasqueradeMark},
-	}, Verdict: ruleset.Masquerade{}}}
+	}, Verdict: ruleset.MasqueradeFullyRandom{}}}
 	var input []ruleset.Rule
 	for _, v6 := range fams {
 		var m []ruleset.Match
@@ -197,7 +197,7 @@ func (n *NAT) putChains() {
 		mark = append(mark, ruleset.Rule{Matches: m})
 
 		post = append(post, ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrIn{V6: v6, Src: true, Set: vipsSet(v6)}},
-			Verdict: ruleset.Masquerade{}})
+			Verdict: ruleset.MasqueradeFullyRandom{}})
 		post = append(post, hairpinRule(v6))
 
 		vip := ruleset.AddrIn{V6: v6, Set: vipsSet(v6)}

@@ -54,7 +54,7 @@ func (p *Planner) putChains() {
 	var dispatch, reject, unknown, post []ruleset.Rule
 	post = append(post, jump(ChainRemember), ruleset.Rule{
 		Matches: []ruleset.Match{ruleset.MarkHas{Bits: ruleset.MasqueradeMark}, ruleset.MarkClear{Bits: ruleset.MasqueradeMark}},
-		Verdict: ruleset.Masquerade{}})
+		Verdict: ruleset.MasqueradeFullyRandom{}})
 	for _, v6 := range []bool{false, true} {
 		if p.inUse[famIndex(v6)] == 0 {
 			continue
@@ -78,7 +78,7 @@ func (p *Planner) putChains() {
 				Verdict: ruleset.Drop{}})
 		}
 		post = append(post, ruleset.Rule{Matches: []ruleset.Match{ruleset.CtStatusDNAT{}, ruleset.AddrPairIn{V6: v6, Set: HairpinSet(v6)}},
-			Verdict: ruleset.Masquerade{}})
+			Verdict: ruleset.MasqueradeFullyRandom{}})
 	}
 	dispatch = append(dispatch, jump(ChainSticky))
 	for _, v6 := range []bool{false, true} {

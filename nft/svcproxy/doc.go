@@ -44,8 +44,8 @@
 //	               ip daddr @service-cidrs-v4 drop              --service-cluster-ip-range, no service
 //	services-nat-postrouting  nat postrouting, srcnat:
 //	               jump services-remember
-//	               meta mark & 0x4000 == 0x4000 meta mark set meta mark ^ 0x4000 masquerade
-//	               ct status dnat ip saddr . ip daddr @service-hairpin-v4 masquerade
+//	               meta mark & 0x4000 == 0x4000 meta mark set meta mark ^ 0x4000 masquerade fully-random
+//	               ct status dnat ip saddr . ip daddr @service-hairpin-v4 masquerade fully-random
 //	service-hairpin-v4  local endpoint . itself: a pod that reached itself
 //	services-nat-input   nat input, 100: jump services-remember
 //
