@@ -51,6 +51,18 @@ type NAT struct {
 	// fams are the families whose objects are in the table: those that have
 	// a virtual service.
 	fams [2]bool
+	// firewall holds the source-range drop rules each service port's
+	// restricted load-balancer IPs need (loadBalancerSourceRanges), sorted;
+	// sourceSets are the source sets defined.
+	firewall   map[model.ServicePortKey][]fwRule
+	sourceSets map[string]bool
+}
+
+// fwRule drops connections to one restricted load-balancer IP, protocol and
+// port from clients outside its service port's source set.
+type fwRule struct {
+	vs  VSKey
+	set string
 }
 
 // natElem is one element of one of our sets.
@@ -64,7 +76,8 @@ func (a natElem) compare(b natElem) int { return cmp.Or(cmp.Compare(a.set, b.set
 // NewNAT returns the NAT part, writing into t; it plans nothing until the
 // first Plan.
 func NewNAT(t *ruleset.Table, cfg NATConfig) *NAT {
-	return &NAT{cfg: cfg, t: t, byPort: map[model.ServicePortKey][]natElem{}}
+	return &NAT{cfg: cfg, t: t, byPort: map[model.ServicePortKey][]natElem{},
+		firewall: map[model.ServicePortKey][]fwRule{}, sourceSets: map[string]bool{}}
 }
 
 // Name names the part in logs.
@@ -86,8 +99,17 @@ func (n *NAT) Plan(_ context.Context, state *model.State, changes *model.Changes
 	}
 	var updates []update
 	services := n.services
+	fwChanged := false
 	for _, k := range affectedPorts(state, changes, n.cfg.NodeName, n.byPort) {
 		old, want := n.byPort[k], n.elemsOf(k, state)
+		if fw := n.firewallOf(k, state); !slices.Equal(fw, n.firewall[k]) {
+			fwChanged = true
+			if len(fw) == 0 {
+				delete(n.firewall, k)
+			} else {
+				n.firewall[k] = fw
+			}
+		}
 		if slices.Equal(old, want) {
 			continue
 		}
@@ -106,6 +128,14 @@ func (n *NAT) Plan(_ context.Context, state *model.State, changes *model.Changes
 	fams := [2]bool{services[0] > 0, services[1] > 0}
 	famsChanged := fams != n.fams
 	n.putSets(fams, n.fams)
+	wantSets := n.wantSourceSets()
+	for name, v6 := range wantSets {
+		if !n.sourceSets[name] {
+			n.t.PutSet(ruleset.Set{Name: name, Type: ruleset.AddrKey(v6), Interval: true,
+				Comment: "clients loadBalancerSourceRanges allow to reach the service port's load-balancer IPs"})
+			n.sourceSets[name] = true
+		}
+	}
 	for _, u := range updates {
 		n.replace(u.old, u.want)
 		if len(u.want) == 0 {
@@ -116,9 +146,18 @@ func (n *NAT) Plan(_ context.Context, state *model.State, changes *model.Changes
 	}
 	n.services = services
 	n.deleteSets(n.fams, fams)
+	for name := range n.sourceSets {
+		if _, ok := wantSets[name]; !ok {
+			n.t.DeleteSet(name)
+			delete(n.sourceSets, name)
+		}
+	}
 	n.fams = fams
 	if full || famsChanged {
 		n.putChains()
+	}
+	if full || fwChanged || famsChanged {
+		n.putFirewall()
 	}
 	if full || famsChanged || len(changes.Nodes) > 0 {
 		n.planClusterCIDRs(state)
@@ -134,21 +173,65 @@ func (n *NAT) elemsOf(k model.ServicePortKey, state *model.State) []natElem {
 	}
 	eps := state.Endpoints[k]
 	var out []natElem
+	var lbFams [2]bool
 	for _, vs := range planServicePort(sp, eps, state.Nodes[n.cfg.NodeName], n.cfg.PlanConfig, defaultSched) {
 		v6 := vs.Addr.Is6()
+		if vs.Kind == KindLoadBalancer {
+			lbFams[famOf(vs.Addr)] = true
+		}
 		out = append(out, natElem{servicesSet(v6), ruleset.Element{Addr: vs.Addr, Proto: uint8(vs.Proto), Port: vs.Port}})
 		if vs.Kind.OnDummy() {
 			out = append(out, natElem{vipsSet(v6), ruleset.Element{Addr: vs.Addr}})
 		}
-		if vs.Local && vs.Kind.External() && !n.cfg.MasqueradeAll {
-			out = append(out, natElem{localExternalSet(v6), ruleset.Element{Addr: vs.Addr, Proto: uint8(vs.Proto), Port: vs.Port}})
+		if vs.Kind.External() && !n.cfg.MasqueradeAll {
+			set := externalSet(v6)
+			if vs.Local {
+				set = localExternalSet(v6)
+			}
+			out = append(out, natElem{set, ruleset.Element{Addr: vs.Addr, Proto: uint8(vs.Proto), Port: vs.Port}})
 		}
 		if n.cfg.HairpinAll || sp.Options.Hairpin {
 			out = append(out, hairpinElems(&vs, eps, n.cfg.NodeName)...)
 		}
 	}
+	if len(sp.LoadBalancerSourceRanges) > 0 {
+		for _, v6 := range famList(lbFams) {
+			for _, e := range ruleset.PrefixRanges(sp.LoadBalancerSourceRanges, nil, v6) {
+				out = append(out, natElem{sourcesSet(k, v6), e})
+			}
+		}
+	}
 	slices.SortFunc(out, natElem.compare)
 	return slices.Compact(out)
+}
+
+// firewallOf returns the drop rules of service port k's restricted
+// load-balancer IPs, sorted.
+func (n *NAT) firewallOf(k model.ServicePortKey, state *model.State) []fwRule {
+	sp := state.ServicePorts[k]
+	if sp == nil || len(sp.LoadBalancerSourceRanges) == 0 {
+		return nil
+	}
+	var out []fwRule
+	for _, vs := range planServicePort(sp, state.Endpoints[k], state.Nodes[n.cfg.NodeName], n.cfg.PlanConfig, defaultSched) {
+		if vs.Kind == KindLoadBalancer {
+			out = append(out, fwRule{vs.VSKey, sourcesSet(k, vs.Addr.Is6())})
+		}
+	}
+	slices.SortFunc(out, func(a, b fwRule) int { return a.vs.Compare(b.vs) })
+	return slices.Compact(out)
+}
+
+// wantSourceSets are the source sets the firewall rules name, with their
+// family.
+func (n *NAT) wantSourceSets() map[string]bool {
+	out := map[string]bool{}
+	for _, rules := range n.firewall {
+		for _, r := range rules {
+			out[r.set] = r.vs.Addr.Is6()
+		}
+	}
+	return out
 }
 
 // replace swaps a port's old elements for want, touching only those that

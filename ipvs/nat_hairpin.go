@@ -29,7 +29,7 @@ func hairpinSetDef(v6 bool) ruleset.Set {
 }
 
 func hairpinRule(v6 bool) ruleset.Rule {
-	return ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrPairIn{V6: v6, Set: hairpinSet(v6)}}, Verdict: ruleset.Masquerade{}}
+	return ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrPairIn{V6: v6, Set: hairpinSet(v6)}}, Verdict: ruleset.MasqueradeFullyRandom{}}
 }
 
 // hairpinElems returns the pairs of the destinations of vs that are

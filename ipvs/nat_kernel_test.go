@@ -101,3 +101,68 @@ func serveSourceIn(t testing.TB, ns netns.NsHandle, addr string) {
 		}
 	}()
 }
+
+// TestKernelNATExternalAddresses checks two facts of kube-proxy's at a real
+// IPVS load-balancer IP: a pod's connection to an external address of
+// traffic policy Cluster is masqueraded (its endpoint may be on a third
+// node), and loadBalancerSourceRanges drop clients outside the ranges.
+//
+//	node ns: kube-dummy-if 192.0.2.10, 192.0.2.11; IPVS :80 of each -> 10.1.0.2:8080
+//	         veth-a 10.1.0.1/24  <->  backend ns: eth0 10.1.0.2/24, server on :8080
+//	         veth-c 10.2.0.1/24  <->  client ns:  eth0 10.2.0.2/24 (a pod)
+func TestKernelNATExternalAddresses(t *testing.T) {
+	kp := newKernelProxy(t, time.Minute)
+	ctx := context.Background()
+	mustNoErr(t, kerneltest.Do(kp.ns, func() error {
+		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644)
+	}), "enable forwarding")
+	backend := backendNS(t, kp.ns, "veth-a", "10.1.0.1", "10.1.0.2")
+	client := backendNS(t, kp.ns, "veth-c", "10.2.0.1", "10.2.0.2")
+	serveSourceIn(t, backend, "10.1.0.2:8080")
+
+	open := svc("default", "open", 80, clusterIPs("10.96.0.10"), func(sp *model.ServicePort) {
+		sp.LoadBalancerIPs = addrs("192.0.2.10")
+	})
+	fenced := svc("default", "fenced", 80, clusterIPs("10.96.0.11"), func(sp *model.ServicePort) {
+		sp.LoadBalancerIPs = addrs("192.0.2.11")
+		sp.LoadBalancerSourceRanges = []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")}
+	})
+	eps := model.Endpoints{ep("10.1.0.2:8080@"+thisNode, "rs")}
+	st := newState(testNode, []*model.ServicePort{open, fenced}, map[model.ServicePortKey]model.Endpoints{open.Key: eps, fenced.Key: eps})
+	mustNoErr(t, kp.Sync(ctx, st, &model.Changes{Full: true}), "sync IPVS")
+	b, err := nft.New(nft.Config{NetNSFd: int(kp.ns)})
+	mustNoErr(t, err, "nftables backend")
+	t.Cleanup(func() { b.Close() })
+	b.Add(NewNAT(b.Table(), NATConfig{PlanConfig: PlanConfig{NodeName: thisNode},
+		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}))
+	mustNoErr(t, b.Sync(ctx, st, &model.Changes{Full: true}), "sync nftables")
+
+	ask := func(dst string, timeout time.Duration) (string, error) {
+		var got string
+		err := kerneltest.Do(client, func() error {
+			c, err := net.DialTimeout("tcp4", dst, timeout)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(timeout))
+			b, err := io.ReadAll(c)
+			got = string(b)
+			return err
+		})
+		return got, err
+	}
+	got, err := ask("192.0.2.10:80", 20*time.Second)
+	mustNoErr(t, err, "pod to the LB IP")
+	if got != "10.1.0.1" {
+		t.Errorf("pod to an LB IP of policy Cluster: the backend saw %s, want the node's 10.1.0.1 (masqueraded)", got)
+	}
+	if got, err := ask("192.0.2.11:80", 3*time.Second); err == nil {
+		t.Errorf("pod outside loadBalancerSourceRanges reached the LB IP (backend saw %s); want it dropped", got)
+	}
+	got, err = ask("10.96.0.11:80", 20*time.Second)
+	mustNoErr(t, err, "pod to the cluster IP of the restricted service")
+	if got != "10.2.0.2" {
+		t.Errorf("pod to a cluster IP: the backend saw %s, want the pod's own 10.2.0.2", got)
+	}
+}

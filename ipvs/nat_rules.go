@@ -1,6 +1,9 @@
 package ipvs
 
 import (
+	"slices"
+
+	"github.com/nfrouter/nfrouter/model"
 	"github.com/nfrouter/nfrouter/nft/ruleset"
 )
 
@@ -11,14 +14,16 @@ import (
 //	set ipvs-hairpin-v4        endpoint . endpoint pairs of local endpoints of hairpin services
 //	set ipvs-cluster-cidrs-v4  the cluster's pod networks (not with --masquerade-all)
 //	set ipvs-local-external-v4 NodePorts, external and LB IPs of traffic policy Local (not with --masquerade-all)
+//	set ipvs-external-v4       NodePorts, external and LB IPs of traffic policy Cluster (not with --masquerade-all)
 //
 //	chain ipvs-mark (nat prerouting, dstnat)
 //	  ip daddr . meta l4proto . th dport @ipvs-local-external-v4 accept
+//	  ip daddr . meta l4proto . th dport @ipvs-external-v4 meta mark set meta mark | 0x00004000
 //	  ip saddr != @ipvs-cluster-cidrs-v4 ip daddr . meta l4proto . th dport @ipvs-services-v4 meta mark set meta mark | 0x00004000
 //	chain ipvs-postrouting (nat postrouting, srcnat)
-//	  meta mark & 0x00004000 == 0x00004000 meta mark set meta mark ^ 0x00004000 masquerade
-//	  ip saddr @ipvs-vips-v4 masquerade
-//	  ip saddr . ip daddr @ipvs-hairpin-v4 masquerade
+//	  meta mark & 0x00004000 == 0x00004000 meta mark set meta mark ^ 0x00004000 masquerade fully-random
+//	  ip saddr @ipvs-vips-v4 masquerade fully-random
+//	  ip saddr . ip daddr @ipvs-hairpin-v4 masquerade fully-random
 //	chain ipvs-input (filter input, filter)
 //	  ip daddr . meta l4proto . th dport @ipvs-services-v4 accept
 //	  ip daddr @ipvs-vips-v4 ct state established,related accept
@@ -30,6 +35,11 @@ import (
 // forwarding to postrouting, where the connection is masqueraded (kube-proxy's
 // IPVS mode does the same with iptables; nat chains see only the first
 // packet of a connection, so the mark need not be kept).
+//
+// Connections to an external address (NodePort, external or LB IP) of
+// traffic policy Cluster are masqueraded whatever their source, pods
+// included, as kube-proxy does: the endpoint may be on a third node, whose
+// reply must come back through the node that translated the connection.
 //
 // Connections that arrive for a virtual service of external traffic policy
 // Local keep their client's address (the policy's purpose, as in
@@ -50,12 +60,56 @@ import (
 // addresses are the node's own: they are never in ipvs-vips, so nothing else
 // sent to the node is dropped.
 
+// loadBalancerSourceRanges, per restricted load-balancer IP, before IPVS
+// and DNAT (filter prerouting and output, priority -110, as kube-proxy):
+//
+//	set ipvs-lb-sources-v4/<ns>/<name>/<proto>[/<port>]  the allowed clients (interval)
+//	chain ipvs-firewall, ipvs-firewall-output
+//	  ip daddr <lb ip> tcp dport <port> ip saddr != @ipvs-lb-sources-v4/… drop
+//
 // Chain names.
 const (
-	natChainMark        = "ipvs-mark"
-	natChainPostrouting = "ipvs-postrouting"
-	natChainInput       = "ipvs-input"
+	natChainMark           = "ipvs-mark"
+	natChainPostrouting    = "ipvs-postrouting"
+	natChainInput          = "ipvs-input"
+	natChainFirewall       = "ipvs-firewall"
+	natChainFirewallOutput = "ipvs-firewall-output"
 )
+
+// sourcesSet names the set of clients loadBalancerSourceRanges allow for a
+// service port and family.
+func sourcesSet(k model.ServicePortKey, v6 bool) string {
+	id := k.Namespace + "/" + k.Name + "/" + k.Protocol.String()
+	if k.Port != "" {
+		id += "/" + k.Port
+	}
+	return "ipvs-lb-sources-" + fam(v6) + "/" + id
+}
+
+// putFirewall writes the source-range drop rules, or deletes their chains
+// when no load-balancer IP is restricted.
+func (n *NAT) putFirewall() {
+	var rules []fwRule
+	for _, rs := range n.firewall {
+		rules = append(rules, rs...)
+	}
+	slices.SortFunc(rules, func(a, b fwRule) int { return a.vs.Compare(b.vs) })
+	var out []ruleset.Rule
+	for _, r := range rules {
+		v6 := r.vs.Addr.Is6()
+		out = append(out, ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrIs{V6: v6, Addr: r.vs.Addr},
+			ruleset.DPort{Proto: uint8(r.vs.Proto), First: r.vs.Port}, ruleset.AddrIn{V6: v6, Src: true, Not: true, Set: r.set}},
+			Verdict: ruleset.Drop{}})
+	}
+	for _, c := range []struct{ name, hook string }{{natChainFirewall, "prerouting"}, {natChainFirewallOutput, "output"}} {
+		if len(out) == 0 {
+			n.t.DeleteChain(c.name)
+			continue
+		}
+		n.t.PutChain(&ruleset.Chain{Name: c.name, Base: &ruleset.Hook{Hook: c.hook, Type: "filter", Priority: -110},
+			Rules: out, Comment: "IPVS: load-balancer IPs with source ranges: drop other clients"})
+	}
+}
 
 func fam(v6 bool) string {
 	if v6 {
@@ -69,6 +123,7 @@ func vipsSet(v6 bool) string          { return "ipvs-vips-" + fam(v6) }
 func hairpinSet(v6 bool) string       { return "ipvs-hairpin-" + fam(v6) }
 func clusterCIDRsSet(v6 bool) string  { return "ipvs-cluster-cidrs-" + fam(v6) }
 func localExternalSet(v6 bool) string { return "ipvs-local-external-" + fam(v6) }
+func externalSet(v6 bool) string      { return "ipvs-external-" + fam(v6) }
 
 // natSets are the set definitions of one family.
 func (n *NAT) natSets(v6 bool) []ruleset.Set {
@@ -83,7 +138,9 @@ func (n *NAT) natSets(v6 bool) []ruleset.Set {
 			ruleset.Set{Name: clusterCIDRsSet(v6), Type: ruleset.AddrKey(v6), Interval: true,
 				Comment: "cluster pod networks: connections from them keep their source"},
 			ruleset.Set{Name: localExternalSet(v6), Type: svc,
-				Comment: "IPVS virtual services of external traffic policy Local: clients keep their source"})
+				Comment: "IPVS virtual services of external traffic policy Local: clients keep their source"},
+			ruleset.Set{Name: externalSet(v6), Type: svc,
+				Comment: "IPVS NodePorts, external and LB IPs of traffic policy Cluster: always masqueraded"})
 	}
 	return sets
 }
@@ -123,7 +180,7 @@ func (n *NAT) putChains() {
 	var mark []ruleset.Rule
 	post := []ruleset.Rule{{Matches: []ruleset.Match{
 		ruleset.MarkHas{Bits: ruleset.MasqueradeMark}, ruleset.MarkClear{Bits: ruleset.MasqueradeMark},
-	}, Verdict: ruleset.Masquerade{}}}
+	}, Verdict: ruleset.MasqueradeFullyRandom{}}}
 	var input []ruleset.Rule
 	for _, v6 := range fams {
 		var m []ruleset.Match
@@ -132,13 +189,15 @@ func (n *NAT) putChains() {
 			// through this node without masquerading.
 			mark = append(mark, ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: localExternalSet(v6)}},
 				Verdict: ruleset.Accept{}})
+			mark = append(mark, ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: externalSet(v6)},
+				ruleset.MarkSet{Bits: ruleset.MasqueradeMark}}})
 			m = append(m, ruleset.AddrIn{V6: v6, Src: true, Not: true, Set: clusterCIDRsSet(v6)})
 		}
 		m = append(m, ruleset.DestPortIn{V6: v6, Set: servicesSet(v6)}, ruleset.MarkSet{Bits: ruleset.MasqueradeMark})
 		mark = append(mark, ruleset.Rule{Matches: m})
 
 		post = append(post, ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrIn{V6: v6, Src: true, Set: vipsSet(v6)}},
-			Verdict: ruleset.Masquerade{}})
+			Verdict: ruleset.MasqueradeFullyRandom{}})
 		post = append(post, hairpinRule(v6))
 
 		vip := ruleset.AddrIn{V6: v6, Set: vipsSet(v6)}

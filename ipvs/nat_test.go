@@ -70,6 +70,10 @@ func TestNATShapes(t *testing.T) {
 			cfg: NATConfig{ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00:10::/56")}}},
 		{name: "hairpin-annotation", ports: append(dns, web(hairpin, dualStack, nodePort))},
 		{name: "hairpin-mode", ports: append(dns, web(dualStack)), cfg: NATConfig{HairpinAll: true}},
+		{name: "load-balancer-source-ranges", ports: []*model.ServicePort{web(dualStack, func(sp *model.ServicePort) {
+			sp.LoadBalancerIPs = addrs("198.51.100.80", "198.51.100.81", "2001:db8::80")
+			sp.LoadBalancerSourceRanges = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("203.0.113.0/25")}
+		})}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,6 +140,11 @@ func TestNATAnyStateFollowsAnyOther(t *testing.T) {
 				}
 				sp.ExternalTrafficLocal = rng.IntN(3) == 0
 				sp.Options.Hairpin = rng.IntN(2) == 0
+				if rng.IntN(2) == 0 {
+					sp.LoadBalancerIPs = addrs(fmt.Sprintf("198.51.100.%d", 80+i), fmt.Sprintf("2001:db8::%d", 80+i))
+					sp.LoadBalancerSourceRanges = [][]netip.Prefix{nil, {netip.MustParsePrefix("192.0.2.0/24")},
+						{netip.MustParsePrefix("192.0.2.0/25"), netip.MustParsePrefix("2001:db8:1::/48")}}[rng.IntN(3)]
+				}
 			})
 			ports = append(ports, sp)
 			var e model.Endpoints

@@ -36,6 +36,10 @@ type Changes struct {
 	// Since is when the oldest of these changes was observed; zero when there
 	// are none. It measures event-to-kernel latency.
 	Since time.Time
+	// TriggerTimes are, per service whose endpoints changed, the earliest
+	// trigger time (EndpointSlice.TriggerTime) of the changes: network
+	// programming latency is measured from them, as kube-proxy does.
+	TriggerTimes map[ServiceKey]time.Time
 }
 
 // Len is the number of changed keys of all kinds.
@@ -78,6 +82,7 @@ func (c *Changes) Only(k Kinds) *Changes {
 	}
 	if k&KindEndpoints != 0 {
 		out.Endpoints = c.Endpoints
+		out.TriggerTimes = c.TriggerTimes
 	}
 	if k&KindNodes != 0 {
 		out.Nodes = c.Nodes

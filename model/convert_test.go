@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 
@@ -119,20 +120,27 @@ func TestServicePortsFromAPISkipRules(t *testing.T) {
 		s.Spec.Type = corev1.ServiceTypeLoadBalancer
 		s.Spec.Ports[0].NodePort = 30053
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		s.Spec.HealthCheckNodePort = 32000
 		s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
 		s.Spec.ExternalIPs = []string{"192.0.2.1"}
-		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.51.100.7"}, {Hostname: "lb.example"}}
+		proxy := corev1.LoadBalancerIPModeProxy
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.51.100.7"}, {Hostname: "lb.example"},
+			{IP: "198.51.100.8", IPMode: &proxy}}
+		s.Spec.LoadBalancerSourceRanges = []string{" 203.0.113.0/24", "bad", "192.0.2.0/25"}
 		s.Annotations = map[string]string{AnnotationScheduler: "lc", AnnotationHairpin: "", "unrelated": "x"}
 	}))
 	p := ports[0]
 	if p.Key != (ServicePortKey{"ns", "s", "dns", UDP}) || p.Port != 53 || p.NodePort != 30053 {
 		t.Errorf("port = %+v", p)
 	}
-	if !p.ExternalTrafficLocal || p.AffinityTimeout != corev1.DefaultClientIPServiceAffinitySeconds {
+	if !p.ExternalTrafficLocal || p.HealthCheckNodePort != 32000 || p.AffinityTimeout != corev1.DefaultClientIPServiceAffinitySeconds {
 		t.Errorf("traffic policy or affinity lost: %+v", p)
 	}
-	if len(p.ClusterIPs) != 2 || len(p.ExternalIPs) != 1 || len(p.LoadBalancerIPs) != 1 {
-		t.Errorf("addresses = %v %v %v", p.ClusterIPs, p.ExternalIPs, p.LoadBalancerIPs)
+	if len(p.ClusterIPs) != 2 || len(p.ExternalIPs) != 1 || len(p.LoadBalancerIPs) != 1 || p.LoadBalancerIPs[0].String() != "198.51.100.7" {
+		t.Errorf("addresses = %v %v %v (an ipMode Proxy address is not ours)", p.ClusterIPs, p.ExternalIPs, p.LoadBalancerIPs)
+	}
+	if fmt.Sprint(p.LoadBalancerSourceRanges) != "[192.0.2.0/25 203.0.113.0/24]" {
+		t.Errorf("source ranges = %v, want the two valid ones, sorted", p.LoadBalancerSourceRanges)
 	}
 	if p.Options != (ProxyOptions{Scheduler: "lc", Hairpin: true}) {
 		t.Errorf("options = %+v", p.Options)

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -17,7 +18,15 @@ type EndpointSlice struct {
 	Service   ServiceKey
 	Ports     []SlicePort
 	Endpoints []SliceEndpoint
+	// TriggerTime is the slice's endpoints.kubernetes.io/last-change-trigger-time:
+	// when the change it carries began (a pod became ready, say); zero when
+	// absent. It measures network programming latency and is not compared.
+	TriggerTime time.Time
 }
+
+// AnnotationTriggerTime is the EndpointSlice annotation kube-proxy measures
+// network programming latency from.
+const AnnotationTriggerTime = "endpoints.kubernetes.io/last-change-trigger-time"
 
 // SlicePort is one port of an EndpointSlice; Name and Protocol match it to a
 // service port.
@@ -103,6 +112,9 @@ func EndpointSliceFromAPI(s *discoveryv1.EndpointSlice) *EndpointSlice {
 			se.Zone = *e.Zone
 		}
 		out.Endpoints = append(out.Endpoints, se)
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s.Annotations[AnnotationTriggerTime]); err == nil {
+		out.TriggerTime = t
 	}
 	return out
 }

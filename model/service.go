@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,12 +65,20 @@ type ServicePort struct {
 	NodePort        uint16 // 0 when none
 	ExternalIPs     []netip.Addr
 	LoadBalancerIPs []netip.Addr
+	// LoadBalancerSourceRanges (spec.loadBalancerSourceRanges) are the only
+	// clients that may reach the load-balancer IPs; empty: everyone.
+	LoadBalancerSourceRanges []netip.Prefix
 	// AffinityTimeout is the ClientIP session affinity timeout in seconds; 0
 	// means no affinity.
 	AffinityTimeout      int32
 	ExternalTrafficLocal bool
 	InternalTrafficLocal bool
-	Options              ProxyOptions
+	// HealthCheckNodePort (spec.healthCheckNodePort) is where the node
+	// tells load balancers whether it has local endpoints of the service;
+	// 0 when none (a service of external traffic policy Local and type
+	// LoadBalancer has one).
+	HealthCheckNodePort uint16
+	Options             ProxyOptions
 }
 
 // ProxyOptions are kube-router's per-service annotations, kept as given; the
@@ -137,6 +146,11 @@ func ServicePortsFromAPI(svc *corev1.Service) ([]*ServicePort, error) {
 	}
 	var lbStrings []string
 	for _, in := range svc.Status.LoadBalancer.Ingress {
+		// ipMode Proxy: the load balancer proxies to the node, so the
+		// address must not be taken over here (kube-proxy neither).
+		if in.IPMode != nil && *in.IPMode == corev1.LoadBalancerIPModeProxy {
+			continue
+		}
 		lbStrings = append(lbStrings, in.IP)
 	}
 	lbs, err := parseAddrs(lbStrings)
@@ -161,22 +175,42 @@ func ServicePortsFromAPI(svc *corev1.Service) ([]*ServicePort, error) {
 			return nil, fmt.Errorf("service %s/%s: port %q: out of range", svc.Namespace, svc.Name, p.Name)
 		}
 		sp := &ServicePort{
-			Key:                  ServicePortKey{svc.Namespace, svc.Name, p.Name, proto},
-			ClusterIPs:           vips,
-			Port:                 uint16(p.Port),
-			ExternalIPs:          external,
-			LoadBalancerIPs:      lbs,
-			AffinityTimeout:      affinity,
-			ExternalTrafficLocal: svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
-			InternalTrafficLocal: svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal,
-			Options:              opts,
+			Key:                      ServicePortKey{svc.Namespace, svc.Name, p.Name, proto},
+			ClusterIPs:               vips,
+			Port:                     uint16(p.Port),
+			ExternalIPs:              external,
+			LoadBalancerIPs:          lbs,
+			LoadBalancerSourceRanges: sourceRanges(svc.Spec.LoadBalancerSourceRanges),
+			AffinityTimeout:          affinity,
+			ExternalTrafficLocal:     svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
+			InternalTrafficLocal:     svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal,
+			Options:                  opts,
 		}
 		if svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
 			sp.NodePort = uint16(p.NodePort)
 		}
+		if sp.ExternalTrafficLocal && svc.Spec.HealthCheckNodePort > 0 && svc.Spec.HealthCheckNodePort <= 65535 {
+			sp.HealthCheckNodePort = uint16(svc.Spec.HealthCheckNodePort)
+		}
 		out = append(out, sp)
 	}
 	return out, nil
+}
+
+// sourceRanges parses spec.loadBalancerSourceRanges. The API server
+// validates them; one that does not parse is skipped, as kube-proxy does,
+// rather than leaving the whole service unprogrammed.
+func sourceRanges(in []string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range in {
+		if p, err := parsePrefix(strings.TrimSpace(s)); err == nil {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b netip.Prefix) int {
+		return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
+	})
+	return slices.Compact(out)
 }
 
 func proxyOptions(ann map[string]string) ProxyOptions {

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -165,6 +166,14 @@ func (s *Store) SetEndpointSlice(key SliceKey, sl *EndpointSlice) bool {
 	if sl != nil && (old == nil || old.Service != sl.Service) {
 		changed = s.rejoin(sl.Service) || changed
 	}
+	if changed && sl != nil && !sl.TriggerTime.IsZero() {
+		if t, ok := s.pending.TriggerTimes[sl.Service]; !ok || sl.TriggerTime.Before(t) {
+			if s.pending.TriggerTimes == nil {
+				s.pending.TriggerTimes = map[ServiceKey]time.Time{}
+			}
+			s.pending.TriggerTimes[sl.Service] = sl.TriggerTime
+		}
+	}
 	return changed
 }
 
@@ -226,6 +235,12 @@ func (s *Store) Snapshot() (*State, *Changes) {
 	dropReverted(c.Nodes, s.last.Nodes, st.Nodes)
 	if c.Len() == 0 {
 		c.Since = time.Time{}
+	}
+	// A trigger time counts while its service's endpoints still differ.
+	for svc := range c.TriggerTimes {
+		if !slices.ContainsFunc(s.portsOf[svc], func(k ServicePortKey) bool { return c.Endpoints.Has(k) }) {
+			delete(c.TriggerTimes, svc)
+		}
 	}
 	s.pending = Changes{}
 	s.last = st

@@ -157,3 +157,38 @@ func TestChangesOnlyFiltersKinds(t *testing.T) {
 		t.Errorf("nodes view = %+v, want empty", fw)
 	}
 }
+
+// TestTriggerTimes checks that a snapshot carries the earliest trigger time
+// of the endpoint changes of each service, and only while its endpoints
+// still differ.
+func TestTriggerTimes(t *testing.T) {
+	s := NewStore(nil)
+	svc := ServiceKey{"ns", "web"}
+	port := &ServicePort{Key: ServicePortKey{"ns", "web", "http", TCP}, ClusterIPs: []netip.Addr{netip.MustParseAddr("10.96.0.1")}, Port: 80}
+	s.SetService(svc, []*ServicePort{port})
+	s.Snapshot()
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	slice := func(ip string, trigger time.Time) *EndpointSlice {
+		return &EndpointSlice{Service: svc, Ports: []SlicePort{{"http", TCP, 8080}}, TriggerTime: trigger,
+			Endpoints: []SliceEndpoint{{Addr: netip.MustParseAddr(ip), Conditions: EndpointConditions{Ready: true, Serving: true}}}}
+	}
+	s.SetEndpointSlice(SliceKey{"ns", "web-a"}, slice("10.0.0.2", t0.Add(time.Second)))
+	s.SetEndpointSlice(SliceKey{"ns", "web-b"}, slice("10.0.0.3", t0))
+	s.SetEndpointSlice(SliceKey{"ns", "web-a"}, slice("10.0.0.4", t0.Add(2*time.Second)))
+	_, c := s.Snapshot()
+	if got := c.TriggerTimes[svc]; !got.Equal(t0) {
+		t.Errorf("trigger time %v, want the earliest %v", got, t0)
+	}
+	if got := c.Only(KindEndpoints).TriggerTimes[svc]; !got.Equal(t0) {
+		t.Errorf("Only(KindEndpoints) lost the trigger time: %v", got)
+	}
+	if got := c.Only(KindPods).TriggerTimes; got != nil {
+		t.Errorf("Only(KindPods) kept trigger times %v", got)
+	}
+	// A change undone before the snapshot carries no trigger time.
+	s.SetEndpointSlice(SliceKey{"ns", "web-b"}, slice("10.0.0.5", t0.Add(3*time.Second)))
+	s.SetEndpointSlice(SliceKey{"ns", "web-b"}, slice("10.0.0.3", t0.Add(4*time.Second)))
+	if _, c := s.Snapshot(); len(c.TriggerTimes) != 0 {
+		t.Errorf("reverted change kept trigger times %v", c.TriggerTimes)
+	}
+}

@@ -32,6 +32,9 @@ type ServiceProxyConfig struct {
 	MasqueradeAll bool
 	// ClusterCIDRs is --cluster-cidr; nil means every node's pod CIDRs.
 	ClusterCIDRs []netip.Prefix
+	// ServiceCIDRs is --service-cluster-ip-range: traffic to an address in
+	// it that no service has is dropped; nil: not dropped.
+	ServiceCIDRs []netip.Prefix
 	Logger       *slog.Logger          // nil: slog.Default()
 	Registerer   prometheus.Registerer // nil: no metrics
 	Events       ServiceEventRecorder  // nil: no Kubernetes events
@@ -45,6 +48,7 @@ type ServiceProxy struct {
 	planner  *svcproxy.Planner
 	problems prometheus.Gauge
 	current  map[model.ServicePortKey]struct{} // service ports with a problem
+	noCIDRs  bool                              // warned that no cluster CIDR is known
 }
 
 // NewServiceProxy returns the service proxy part, writing into t.
@@ -65,7 +69,7 @@ func NewServiceProxy(t *ruleset.Table, cfg ServiceProxyConfig) (*ServiceProxy, e
 	}
 	return &ServiceProxy{cfg: cfg, log: log.With("part", "service-proxy"), problems: g, current: map[model.ServicePortKey]struct{}{},
 		planner: svcproxy.New(t, svcproxy.Config{NodeName: cfg.NodeName, NodePortBindOnAllIPs: cfg.NodePortBindOnAllIPs,
-			MasqueradeAll: cfg.MasqueradeAll, ClusterCIDRs: cfg.ClusterCIDRs})}, nil
+			MasqueradeAll: cfg.MasqueradeAll, ClusterCIDRs: cfg.ClusterCIDRs, ServiceCIDRs: cfg.ServiceCIDRs})}, nil
 }
 
 // Name implements Part.
@@ -93,4 +97,12 @@ func (s *ServiceProxy) Plan(ctx context.Context, state *model.State, changes *mo
 		}
 	}
 	s.problems.Set(float64(len(s.current)))
+	if no := s.planner.NoClusterCIDRs(); no != s.noCIDRs {
+		s.noCIDRs = no
+		if no {
+			s.log.WarnContext(ctx, "no cluster CIDR known (no --cluster-cidr, no node with a pod CIDR): connections from pods to services are masqueraded too")
+		} else {
+			s.log.InfoContext(ctx, "cluster CIDRs known again: pods reach services with their own address")
+		}
+	}
 }

@@ -34,7 +34,7 @@ func TestKernelServiceProxyRoundTrip(t *testing.T) {
 			ns := kerneltest.NewNetNS(t)
 			mk := func(tbl *ruleset.Table) []Part {
 				p, err := NewServiceProxy(tbl, ServiceProxyConfig{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: c.BindAll,
-					MasqueradeAll: c.MasqueradeAll, ClusterCIDRs: c.ClusterCIDRs})
+					MasqueradeAll: c.MasqueradeAll, ClusterCIDRs: c.ClusterCIDRs, ServiceCIDRs: c.ServiceCIDRs})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -15,6 +15,7 @@ type Metrics struct {
 	syncs        *prometheus.CounterVec
 	syncDuration *prometheus.HistogramVec
 	syncLatency  *prometheus.HistogramVec
+	programming  *prometheus.HistogramVec
 	changedKeys  *prometheus.HistogramVec
 }
 
@@ -39,6 +40,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time from the oldest change a sync carried being observed to the backend having programmed it.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 12),
 		}, []string{"backend"}),
+		programming: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "nfrouter", Name: "network_programming_duration_seconds",
+			Help: "Time from an endpoint change's trigger (the EndpointSlice's endpoints.kubernetes.io/last-change-trigger-time, " +
+				"e.g. a pod becoming ready) to the backend having programmed it: kube-proxy's network programming latency SLI.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
+		}, []string{"backend"}),
 		changedKeys: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "nfrouter", Name: "sync_changed_keys",
 			Help:    "Model keys changed per sync.",
@@ -46,7 +53,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"backend"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.syncs, m.syncDuration, m.syncLatency, m.changedKeys)
+		reg.MustRegister(m.events, m.syncs, m.syncDuration, m.syncLatency, m.programming, m.changedKeys)
 	}
 	return m
 }

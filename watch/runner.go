@@ -190,6 +190,9 @@ func (r *Runner) syncBackend(ctx context.Context, b *backendState, state *model.
 	if !c.Since.IsZero() {
 		m.syncLatency.WithLabelValues(name).Observe(r.cfg.Clock.Since(c.Since).Seconds())
 	}
+	for _, t := range c.TriggerTimes {
+		m.programming.WithLabelValues(name).Observe(r.cfg.Clock.Since(t).Seconds())
+	}
 	level := slog.LevelDebug
 	if c.Full {
 		level = slog.LevelInfo

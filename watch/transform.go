@@ -1,6 +1,8 @@
 package watch
 
 import (
+	"maps"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -82,8 +84,18 @@ func slimEndpointSlice(s *discoveryv1.EndpointSlice) {
 			Zone:       e.Zone,
 		}
 	}
+	meta := slimMeta(s.ObjectMeta)
+	// The trigger time measures network programming latency; kept as an
+	// annotation so that the model converts it like the rest.
+	if t, ok := s.Annotations[model.AnnotationTriggerTime]; ok {
+		meta.Annotations = maps.Clone(meta.Annotations)
+		if meta.Annotations == nil {
+			meta.Annotations = map[string]string{}
+		}
+		meta.Annotations[model.AnnotationTriggerTime] = t
+	}
 	*s = discoveryv1.EndpointSlice{
-		ObjectMeta:  slimMeta(s.ObjectMeta),
+		ObjectMeta:  meta,
 		AddressType: s.AddressType,
 		Ports:       s.Ports,
 		Endpoints:   s.Endpoints,

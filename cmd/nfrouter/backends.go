@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nfrouter/nfrouter/bgp"
+	"github.com/nfrouter/nfrouter/cmd/nfrouter/svchealth"
 	"github.com/nfrouter/nfrouter/ipvs"
 	"github.com/nfrouter/nfrouter/nft"
 	"github.com/nfrouter/nfrouter/nft/ruleset"
@@ -29,6 +30,7 @@ type wiring struct {
 	log       *slog.Logger
 	proxyMode string                // the resolved --service-proxy; "" without a service proxy
 	reg       prometheus.Registerer // nil: no metrics
+	health    *watch.Health         // nil: no health-check servers (--once, --dry-run)
 	events    eventSink             // nil: no Kubernetes events
 }
 
@@ -49,6 +51,12 @@ func newBackends(w wiring) (*backends, error) {
 			return nil, fmt.Errorf("--run-service-proxy: %w", err)
 		}
 		b.list, b.closers = append(b.list, backend), append(b.closers, closer)
+	}
+	if w.proxyMode != "" && w.health != nil {
+		// Load balancers' health checks (healthCheckNodePort) answer from
+		// the model, in either proxy mode.
+		hc := svchealth.New(svchealth.Config{NodeName: w.nodeName, Healthy: w.health.Check, Log: w.log})
+		b.list, b.closers = append(b.list, hc), append(b.closers, func() error { hc.Close(); return nil })
 	}
 	if w.o.runRouter {
 		backend, closer, err := newRouter(w)

@@ -128,12 +128,15 @@ func agent(ctx context.Context, o *options, stdout io.Writer, log *slog.Logger) 
 	}
 
 	w.reg = reg
+	health := watch.NewHealth(clock.RealClock{}, o.syncPeriod)
+	if !o.once {
+		w.health = health
+	}
 	backends, err := newBackends(w)
 	if err != nil {
 		return err
 	}
 	defer backends.close(log)
-	health := watch.NewHealth(clock.RealClock{}, o.syncPeriod)
 	runner := watch.NewRunner(watch.RunnerConfig{
 		Store:       store,
 		Backends:    backends.list,
@@ -154,6 +157,13 @@ func agent(ctx context.Context, o *options, stdout io.Writer, log *slog.Logger) 
 		if o.healthPort != 0 {
 			if err := serveHealth(ctx, o.healthAddr, o.healthPort, health, log); err != nil {
 				return err
+			}
+		}
+		if w.proxyMode != "" && o.proxy.healthzBindAddress != "" {
+			// kube-proxy's health port is a convenience, not nfrouter's
+			// own liveness (--health-port): a busy port is not fatal.
+			if err := serveProxyHealthz(ctx, o.proxy.healthzBindAddress, health, log); err != nil {
+				log.Warn("Not serving kube-proxy's /healthz and /livez", "error", err)
 			}
 		}
 	}

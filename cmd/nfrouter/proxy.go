@@ -33,11 +33,14 @@ type proxyOptions struct {
 	nodePortRange       string
 	masqueradeAll       bool
 	clusterCIDRs        []string
+	serviceCIDRs        []string
 	hairpinMode         bool
+	healthzBindAddress  string
 
 	// Parsed by validate.
 	nodePortMin, nodePortMax uint16
 	clusterPrefixes          []netip.Prefix
+	servicePrefixes          []netip.Prefix
 }
 
 func (p *proxyOptions) addFlags(fs *pflag.FlagSet) {
@@ -48,19 +51,21 @@ func (p *proxyOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&p.nodePortRange, "service-node-port-range", "30000-32767", "The cluster's NodePort range; IPVS services on node addresses in it are nfrouter's.")
 	fs.BoolVar(&p.masqueradeAll, "masquerade-all", false, "Masquerade all traffic to services, not only traffic from outside the cluster CIDRs.")
 	fs.StringSliceVar(&p.clusterCIDRs, "cluster-cidr", nil, "The cluster's pod CIDRs (one per family, comma-separated); traffic to a service from outside them is masqueraded. Default: the pod CIDRs of all Node objects.")
+	fs.StringSliceVar(&p.serviceCIDRs, "service-cluster-ip-range", nil, "The cluster's service CIDRs (one per family, comma-separated), as given to the API server: traffic to an address in them that no service has is dropped, and to a cluster IP on a port no service has is rejected, instead of leaving by the default route (nftables proxy). Default: none, not dropped.")
+	fs.StringVar(&p.healthzBindAddress, "healthz-bind-address", "0.0.0.0:10256", "Where to serve kube-proxy's /healthz and /livez (HOST:PORT), for load balancers and probes written for kube-proxy; empty disables. A port that cannot be bound is logged, not fatal. Load balancers' healthCheckNodePorts are served on every address.")
 	fs.BoolVar(&p.hairpinMode, "hairpin-mode", false, "Let every service's endpoints reach themselves through the service (hairpin), not only those of services annotated kube-router.io/service.hairpin.")
 }
 
-// parseClusterCIDRs parses --cluster-cidr.
-func (p *proxyOptions) parseClusterCIDRs() ([]netip.Prefix, error) {
+// parseCIDRs parses a flag of CIDRs (--cluster-cidr, --service-cluster-ip-range).
+func parseCIDRs(flag string, in []string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
-	for _, s := range p.clusterCIDRs {
+	for _, s := range in {
 		pfx, err := netip.ParsePrefix(strings.TrimSpace(s))
 		if err != nil {
-			return nil, fmt.Errorf("--cluster-cidr: %w", err)
+			return nil, fmt.Errorf("--%s: %w", flag, err)
 		}
 		if pfx != pfx.Masked() {
-			return nil, fmt.Errorf("--cluster-cidr: %s has host bits set (did you mean %s?)", pfx, pfx.Masked())
+			return nil, fmt.Errorf("--%s: %s has host bits set (did you mean %s?)", flag, pfx, pfx.Masked())
 		}
 		out = append(out, pfx)
 	}
@@ -82,7 +87,10 @@ func (p *proxyOptions) validate() []string {
 	if p.nodePortMin, p.nodePortMax, err = parsePortRange(p.nodePortRange); err != nil {
 		errs = append(errs, fmt.Sprintf("--service-node-port-range: %v", err))
 	}
-	if p.clusterPrefixes, err = p.parseClusterCIDRs(); err != nil {
+	if p.clusterPrefixes, err = parseCIDRs("cluster-cidr", p.clusterCIDRs); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if p.servicePrefixes, err = parseCIDRs("service-cluster-ip-range", p.serviceCIDRs); err != nil {
 		errs = append(errs, err.Error())
 	}
 	return errs

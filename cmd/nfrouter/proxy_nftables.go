@@ -15,6 +15,7 @@ func nftablesProxyPart(w wiring) nftPart {
 			NodePortBindOnAllIPs: w.o.proxy.nodePortBindOnAllIP,
 			MasqueradeAll:        w.o.proxy.masqueradeAll,
 			ClusterCIDRs:         w.o.proxy.clusterPrefixes,
+			ServiceCIDRs:         w.o.proxy.servicePrefixes,
 			Logger:               w.log,
 			Registerer:           w.reg,
 			Events:               w.events,

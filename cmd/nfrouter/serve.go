@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -53,6 +54,29 @@ func serveHealth(ctx context.Context, addr string, port uint16, health *watch.He
 		})
 	}
 	return serve(ctx, "health", net.JoinHostPort(addr, strconv.Itoa(int(port))), mux, log)
+}
+
+// serveProxyHealthz serves kube-proxy's /healthz and /livez (its
+// --healthz-bind-address, 10256 by default), for load balancers and probes
+// written for kube-proxy: 200 while every backend keeps up, else 503, with
+// kube-proxy's JSON. nodeEligible is always true: nfrouter does not take a
+// node that is being deleted out of load balancers by itself.
+func serveProxyHealthz(ctx context.Context, addr string, health *watch.Health, log *slog.Logger) error {
+	mux := http.NewServeMux()
+	answer := func(w http.ResponseWriter, _ *http.Request) {
+		err := health.Check()
+		body := map[string]any{"currentTime": time.Now().UTC().Format(time.RFC3339Nano), "nodeEligible": true}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if err != nil {
+			body["error"] = err.Error()
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		json.NewEncoder(w).Encode(body) //nolint:errcheck // the client went away
+	}
+	mux.HandleFunc("/healthz", answer)
+	mux.HandleFunc("/livez", answer)
+	return serve(ctx, "proxy-healthz", addr, mux, log)
 }
 
 // serve listens at once, so that a busy port fails start-up, and serves in the

@@ -10,10 +10,22 @@
 // port): a cluster IP, external IP or load-balancer IP on the service port,
 // or a NodePort address of this node on the NodePort.
 //
-//	services-nat-prerouting  nat prerouting, dstnat: jump services
-//	services-nat-output      nat output, -100:       jump services
+//	services-nat-prerouting  nat prerouting, dstnat:
+//	               ip saddr @service-cluster-cidrs-v4 jump services-internal
+//	               jump services
+//	services-nat-output      nat output, -100:
+//	               ip daddr . meta l4proto . th dport @service-external-local-ips-v4 meta mark set meta mark | 0x4000
+//	               jump services-internal
+//	               jump services
+//	services-internal  in-cluster clients of external addresses of traffic
+//	               policy Local go to any endpoint (kube-proxy's short-circuit),
+//	               for n in 1..16 and every larger count in use:
+//	               ip daddr . meta l4proto . th dport @services-internal-with-<n>-endpoints-v4
+//	                 dnat ip to ip daddr . meta l4proto . th dport . numgen random mod <n> map @service-internal-endpoints-v4
 //	services     ip daddr . meta l4proto . th dport @service-ips-v4
 //	               ip saddr != @service-cluster-cidrs-v4 meta mark set meta mark | 0x4000
+//	             ip daddr . meta l4proto . th dport @service-external-ips-v4
+//	               meta mark set meta mark | 0x4000
 //	             jump services-sticky
 //	             for n in 1..16 and every larger count in use:
 //	               ip daddr . meta l4proto . th dport @services-with-<n>-endpoints-v4
@@ -24,12 +36,27 @@
 //	                      i-th endpoint (endpoints sorted by address and port)
 //	services-without-endpoints-v4  rejected by services-filter-{input,forward,output}
 //	                      (filter, priority filter - 10) with an ICMP port-unreachable
+//	services-without-local-endpoints-v4  policy Local addresses whose endpoints are
+//	                      all elsewhere: dropped there (clients outside the cluster)
+//	services-filter-{forward,output} also, after DNAT (so only what no
+//	                      service port translated):
+//	               ip daddr @service-cluster-ips-v4 reject      a cluster IP, a port no service has
+//	               ip daddr @service-cidrs-v4 drop              --service-cluster-ip-range, no service
 //	services-nat-postrouting  nat postrouting, srcnat:
 //	               jump services-remember
-//	               meta mark & 0x4000 == 0x4000 meta mark set meta mark ^ 0x4000 masquerade
-//	               ct status dnat ip saddr . ip daddr @service-hairpin-v4 masquerade
+//	               meta mark & 0x4000 == 0x4000 meta mark set meta mark ^ 0x4000 masquerade fully-random
+//	               ct status dnat ip saddr . ip daddr @service-hairpin-v4 masquerade fully-random
 //	service-hairpin-v4  local endpoint . itself: a pod that reached itself
 //	services-nat-input   nat input, 100: jump services-remember
+//
+// loadBalancerSourceRanges, per restricted load-balancer IP, before DNAT
+// (filter prerouting and output, priority -110, as kube-proxy):
+//
+//	services-firewall-prerouting, services-firewall-output:
+//	      ip daddr <lb ip> tcp dport <port> ip saddr != @service-lb-sources-v4/<ns>/<name>/<proto>[/<port>] drop
+//	service-lb-sources-v4/…  interval set of the allowed clients (the
+//	      ranges of the family; empty, everyone dropped, when the service
+//	      lists ranges of the other family only)
 //
 // Session affinity (ClientIP), per service port, family and timeout:
 //
@@ -75,7 +102,12 @@
 //   - Masquerading: connections from outside the cluster CIDRs
 //     (--cluster-cidr, else every node's pod CIDRs) or all
 //     (--masquerade-all) are marked before DNAT and masqueraded in
-//     postrouting; external addresses of services with external traffic
+//     postrouting. External addresses (NodePorts, external and
+//     load-balancer IPs) of services with external traffic policy Cluster
+//     mark every connection, pods' too, as kube-proxy does: the endpoint
+//     may be on a third node, and its reply must come back through the
+//     node that translated the connection (a pod on node A reaching node
+//     B's NodePort served by a pod on node C). External addresses of
 //     policy Local are never marked, so that the client's address reaches
 //     the pod. Hairpin connections (a pod reaching itself) are masqueraded
 //     after DNAT through the endpoint . endpoint set.
@@ -85,8 +117,14 @@
 //     (kube-proxy's nftables mode does not serve localhost either, and it
 //     would need route_localnet).
 //   - Traffic policies Local keep only this node's endpoints; an address
-//     left without endpoints is rejected, as kube-proxy does, rather than
-//     left to the routing table.
+//     left without any endpoint is rejected, one whose endpoints are all on
+//     other nodes is dropped (external policy Local), as kube-proxy does,
+//     rather than left to the routing table. Pods and the node itself
+//     reaching an external address of policy Local are sent to any
+//     endpoint instead (services-internal), as kube-proxy does: their
+//     connection is translated on their own node. They get no session
+//     affinity there. kube-router's service.local annotation keeps local
+//     endpoints only, for every client.
 //   - Addresses no one claims twice: when two service ports want one
 //     address, the smaller key owns it, whatever the order they came in,
 //     and the other reports an AddressConflict.

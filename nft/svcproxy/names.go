@@ -16,11 +16,14 @@ const (
 	ChainNATPostrouting = "services-nat-postrouting"
 	ChainNATInput       = "services-nat-input"
 	ChainDispatch       = "services"
+	ChainInternal       = "services-internal"
 	ChainSticky         = "services-sticky"
 	ChainRemember       = "services-remember"
 	ChainFilterInput    = "services-filter-input"
 	ChainFilterForward  = "services-filter-forward"
 	ChainFilterOutput   = "services-filter-output"
+	ChainFirewallPre    = "services-firewall-prerouting"
+	ChainFirewallOutput = "services-firewall-output"
 )
 
 // PrecreatedClasses are the endpoint counts whose class sets and rules exist
@@ -43,16 +46,50 @@ func EndpointsMap(v6 bool) string { return "service-endpoints-" + fam(v6) }
 // endpoints.
 func ClassSet(n int, v6 bool) string { return fmt.Sprintf("services-with-%d-endpoints-%s", n, fam(v6)) }
 
+// InternalClassSet names the set of external service addresses . protocol
+// . port of traffic policy Local whose in-cluster clients have n endpoints.
+func InternalClassSet(n int, v6 bool) string {
+	return fmt.Sprintf("services-internal-with-%d-endpoints-%s", n, fam(v6))
+}
+
+// InternalEndpointsMap names the map from an external address of traffic
+// policy Local . protocol . port . slot to the endpoint of in-cluster
+// clients.
+func InternalEndpointsMap(v6 bool) string { return "service-internal-endpoints-" + fam(v6) }
+
+// LocalExternalSet names the set of external service addresses . protocol .
+// port of traffic policy Local: the node's own connections to them are
+// masqueraded (they would leave with the address as their source).
+func LocalExternalSet(v6 bool) string { return "service-external-local-ips-" + fam(v6) }
+
 // NoEndpointsSet names the set of service addresses . protocol . port that
 // have no endpoint to send a new connection to.
 func NoEndpointsSet(v6 bool) string { return "services-without-endpoints-" + fam(v6) }
+
+// NoLocalEndpointsSet names the set of external addresses of traffic policy
+// Local . protocol . port whose endpoints are all on other nodes: clients
+// outside the cluster are dropped there.
+func NoLocalEndpointsSet(v6 bool) string { return "services-without-local-endpoints-" + fam(v6) }
 
 // MasqueradeSet names the set of service addresses . protocol . port whose
 // connections from outside the cluster are masqueraded.
 func MasqueradeSet(v6 bool) string { return "service-ips-" + fam(v6) }
 
+// MasqueradeAlwaysSet names the set of external service addresses .
+// protocol . port (NodePorts, external and load-balancer IPs of external
+// traffic policy Cluster) whose connections are all masqueraded.
+func MasqueradeAlwaysSet(v6 bool) string { return "service-external-ips-" + fam(v6) }
+
 // ClusterCIDRsSet names the interval set of the cluster's pod CIDRs.
 func ClusterCIDRsSet(v6 bool) string { return "service-cluster-cidrs-" + fam(v6) }
+
+// ClusterIPsSet names the set of cluster IPs in use: traffic to one of
+// them that no service port translated is rejected.
+func ClusterIPsSet(v6 bool) string { return "service-cluster-ips-" + fam(v6) }
+
+// ServiceCIDRsSet names the interval set of the service CIDRs: traffic to
+// an address in them that no service has is dropped.
+func ServiceCIDRsSet(v6 bool) string { return "service-cidrs-" + fam(v6) }
 
 // HairpinSet names the set of local endpoint . same endpoint pairs.
 func HairpinSet(v6 bool) string { return "service-hairpin-" + fam(v6) }
@@ -65,6 +102,12 @@ func portID(k model.ServicePortKey) string {
 		id += "/" + k.Port
 	}
 	return id
+}
+
+// SourceRangesSet names the interval set of the clients allowed to reach
+// the load-balancer IPs of one service port (loadBalancerSourceRanges).
+func SourceRangesSet(k model.ServicePortKey, v6 bool) string {
+	return "service-lb-sources-" + fam(v6) + "/" + portID(k)
 }
 
 // AffinityMap names the dynamic map from client address to the endpoint

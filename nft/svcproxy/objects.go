@@ -2,6 +2,7 @@ package svcproxy
 
 import (
 	"fmt"
+	"net/netip"
 
 	"github.com/nfrouter/nfrouter/nft/ruleset"
 )
@@ -21,8 +22,14 @@ func (p *Planner) add(vk vipKey, pv programmedVIP) {
 	if n := len(pv.plan.Endpoints); n > 0 {
 		p.useClass(n, v6, +1)
 	}
+	if n := len(pv.plan.Internal); n > 0 {
+		p.useInternalClass(n, v6, +1)
+	}
 	if pv.plan.sticky() {
 		p.useAffinity(affinityKey{pv.owner, v6, pv.plan.Affinity}, +1)
+	}
+	if pv.plan.Restricted {
+		p.useSources(sourcesKey{pv.owner, v6}, pv.plan.Sources, +1)
 	}
 	for _, se := range elements(vk, pv) {
 		p.t.AddElement(se.set, se.e)
@@ -39,8 +46,14 @@ func (p *Planner) remove(vk vipKey, pv programmedVIP) {
 	if pv.plan.sticky() {
 		p.useAffinity(affinityKey{pv.owner, v6, pv.plan.Affinity}, -1)
 	}
+	if pv.plan.Restricted {
+		p.useSources(sourcesKey{pv.owner, v6}, nil, -1)
+	}
 	if n := len(pv.plan.Endpoints); n > 0 {
 		p.useClass(n, v6, -1)
+	}
+	if n := len(pv.plan.Internal); n > 0 {
+		p.useInternalClass(n, v6, -1)
 	}
 	p.useFamily(v6, -1)
 }
@@ -57,10 +70,32 @@ func elements(vk vipKey, pv programmedVIP) []setElem {
 	key := ruleset.Element{Addr: vk.Addr, Proto: uint8(vk.Proto), Port: vk.Port}
 	plan := pv.plan
 	var out []setElem
-	if plan.Masquerade {
+	if plan.ClusterIP {
+		out = append(out, setElem{ClusterIPsSet(v6), ruleset.Element{Addr: vk.Addr}})
+	}
+	switch plan.Masquerade {
+	case masqueradeOutside:
 		out = append(out, setElem{MasqueradeSet(v6), key})
+	case masqueradeAlways:
+		out = append(out, setElem{MasqueradeAlwaysSet(v6), key})
+	case masqueradeNever:
+		if plan.Internal != nil {
+			out = append(out, setElem{LocalExternalSet(v6), key})
+		}
+	}
+	if n := len(plan.Internal); n > 0 {
+		out = append(out, setElem{InternalClassSet(n, v6), key})
+		for i, e := range plan.Internal {
+			out = append(out, setElem{InternalEndpointsMap(v6), slotElement(key, i, e)})
+		}
 	}
 	if len(plan.Endpoints) == 0 {
+		if len(plan.Internal) > 0 {
+			// Policy Local with endpoints on other nodes only: clients
+			// outside the cluster are dropped, as kube-proxy does (a load
+			// balancer's health check already took this node out).
+			return append(out, setElem{NoLocalEndpointsSet(v6), key})
+		}
 		return append(out, setElem{NoEndpointsSet(v6), key})
 	}
 	out = append(out, setElem{ClassSet(len(plan.Endpoints), v6), key})
@@ -98,9 +133,15 @@ func (p *Planner) useFamily(v6 bool, d int) {
 		}
 		for n := 1; n <= PrecreatedClasses; n++ {
 			p.t.PutSet(classSet(n, v6))
+			p.t.PutSet(internalClassSet(n, v6))
 		}
 		for _, e := range p.cidrs[i] {
 			p.t.AddElement(ClusterCIDRsSet(v6), e)
+		}
+		if ranges := ruleset.PrefixRanges(p.cfg.ServiceCIDRs, nil, v6); len(ranges) > 0 {
+			p.t.PutSet(ruleset.Set{Name: ServiceCIDRsSet(v6), Type: ruleset.AddrKey(v6), Interval: true,
+				Comment: "the service CIDRs (--service-cluster-ip-range): addresses no service has are dropped"})
+			p.t.ReplaceElements(ServiceCIDRsSet(v6), ranges)
 		}
 		p.rulesDirty = true
 	case before > 0 && p.inUse[i] == 0:
@@ -109,7 +150,9 @@ func (p *Planner) useFamily(v6 bool, d int) {
 		}
 		for n := 1; n <= PrecreatedClasses; n++ {
 			p.t.DeleteSet(ClassSet(n, v6))
+			p.t.DeleteSet(InternalClassSet(n, v6))
 		}
+		p.t.DeleteSet(ServiceCIDRsSet(v6))
 		p.rulesDirty = true
 	}
 }
@@ -135,6 +178,32 @@ func (p *Planner) useClass(n int, v6 bool, d int) {
 	}
 }
 
+// useInternalClass is useClass for the in-cluster view of external
+// addresses of traffic policy Local.
+func (p *Planner) useInternalClass(n int, v6 bool, d int) {
+	c := p.internalClasses[famIndex(v6)]
+	c[n] += d
+	if c[n] == 0 {
+		delete(c, n)
+	}
+	if n <= PrecreatedClasses {
+		return
+	}
+	switch {
+	case d > 0 && c[n] == 1:
+		p.t.PutSet(internalClassSet(n, v6))
+		p.rulesDirty = true
+	case d < 0 && c[n] == 0:
+		p.t.DeleteSet(InternalClassSet(n, v6))
+		p.rulesDirty = true
+	}
+}
+
+func internalClassSet(n int, v6 bool) ruleset.Set {
+	return ruleset.Set{Name: InternalClassSet(n, v6), Type: ruleset.AddrProtoPortKey(v6),
+		Comment: fmt.Sprintf("policy Local address . protocol . port with %d in-cluster endpoints, in slots 0-%d of %s", n, n-1, InternalEndpointsMap(v6))}
+}
+
 // useAffinity counts a sticky address of one service port and family in or
 // out; the port's affinity objects exist while it has some.
 func (p *Planner) useAffinity(ak affinityKey, d int) {
@@ -151,6 +220,26 @@ func (p *Planner) useAffinity(ak affinityKey, d int) {
 	}
 }
 
+// useSources counts a restricted load-balancer IP of one service port and
+// family in or out; the port's source set exists while it has some, and
+// holds the ranges the last one counted in brought (all of a port's
+// addresses of a family share them).
+func (p *Planner) useSources(sk sourcesKey, ranges []netip.Prefix, d int) {
+	name := SourceRangesSet(sk.port, sk.v6)
+	p.sources[sk] += d
+	switch {
+	case d > 0:
+		if p.sources[sk] == 1 {
+			p.t.PutSet(ruleset.Set{Name: name, Type: ruleset.AddrKey(sk.v6), Interval: true,
+				Comment: "clients loadBalancerSourceRanges allow to reach the service port's load-balancer IPs"})
+		}
+		p.t.ReplaceElements(name, ruleset.PrefixRanges(ranges, nil, sk.v6))
+	case p.sources[sk] == 0:
+		delete(p.sources, sk)
+		p.t.DeleteSet(name)
+	}
+}
+
 func classSet(n int, v6 bool) ruleset.Set {
 	return ruleset.Set{Name: ClassSet(n, v6), Type: ruleset.AddrProtoPortKey(v6),
 		Comment: fmt.Sprintf("service address . protocol . port with %d endpoints, in slots 0-%d of %s", n, n-1, EndpointsMap(v6))}
@@ -163,10 +252,16 @@ func familySets(v6 bool) []ruleset.Set {
 	}
 	return []ruleset.Set{
 		{Name: EndpointsMap(v6), Type: slot, Data: target, Comment: "service address . protocol . port . slot to endpoint address . port"},
+		{Name: InternalEndpointsMap(v6), Type: slot, Data: target,
+			Comment: "policy Local address . protocol . port . slot to in-cluster endpoint"},
+		{Name: LocalExternalSet(v6), Type: ruleset.AddrProtoPortKey(v6), Comment: "external service address . protocol . port of traffic policy Local: the node's own connections are masqueraded"},
 		{Name: NoEndpointsSet(v6), Type: ruleset.AddrProtoPortKey(v6), Comment: "service address . protocol . port without endpoints: rejected"},
+		{Name: NoLocalEndpointsSet(v6), Type: ruleset.AddrProtoPortKey(v6), Comment: "policy Local address . protocol . port with endpoints on other nodes only: dropped"},
 		{Name: MasqueradeSet(v6), Type: ruleset.AddrProtoPortKey(v6), Comment: "service address . protocol . port masqueraded from outside the cluster"},
+		{Name: MasqueradeAlwaysSet(v6), Type: ruleset.AddrProtoPortKey(v6), Comment: "external service address . protocol . port of traffic policy Cluster: always masqueraded"},
 		{Name: ClusterCIDRsSet(v6), Type: addr, Interval: true, Comment: "the cluster's pod CIDRs"},
 		{Name: HairpinSet(v6), Type: pair, Comment: "local endpoint . itself: a pod reaching itself through a service"},
+		{Name: ClusterIPsSet(v6), Type: addr, Comment: "cluster IPs: ports no service has are rejected"},
 	}
 }
 

@@ -37,24 +37,53 @@ type endpoint struct {
 	Local bool // on this node: a candidate for hairpin
 }
 
+// masquerade says which connections to a service address are masqueraded.
+type masquerade uint8
+
+const (
+	// masqueradeOutside: connections from outside the cluster CIDRs (a
+	// cluster IP: pods keep their address).
+	masqueradeOutside masquerade = iota
+	// masqueradeAlways: every connection (an external address of a service
+	// with external traffic policy Cluster: the endpoint may be on another
+	// node, and its reply must come back through this one, also when the
+	// client is a pod of a third node; kube-proxy does the same).
+	masqueradeAlways
+	// masqueradeNever: none (an external address of policy Local, which
+	// keeps the client's address; only local endpoints serve it).
+	masqueradeNever
+)
+
 // vipPlan is what one service port wants at one service address.
 type vipPlan struct {
 	// Endpoints in slot order (the model's order: by address, then port).
 	Endpoints []endpoint
-	// Masquerade: connections from outside the cluster CIDRs are
-	// masqueraded. Off for external addresses of services whose external
-	// traffic policy is Local, which keep the client's address.
-	Masquerade bool
+	// ClusterIP: the address is a cluster IP, whose other ports are
+	// rejected.
+	ClusterIP bool
+	// Masquerade says which connections are masqueraded.
+	Masquerade masquerade
+	// Internal are the endpoints of clients inside the cluster (pods, the
+	// node itself) at an external address of traffic policy Local: every
+	// serving endpoint, as kube-proxy sends them, since their connection
+	// is translated on their own node. Nil for other addresses.
+	Internal []endpoint
 	// Affinity is the ClientIP session affinity timeout, 0 for none.
 	// StickyPort is the endpoints' one target port, which the sticky DNAT
 	// needs; 0 when they differ (no affinity then, and a problem).
 	Affinity   time.Duration
 	StickyPort uint16
+	// Restricted: a load-balancer IP of a service with
+	// loadBalancerSourceRanges; only clients in Sources (the ranges of the
+	// address's family, maybe none) reach it, the others are dropped.
+	Restricted bool
+	Sources    []netip.Prefix
 }
 
 func (p *vipPlan) equal(o *vipPlan) bool {
-	return p.Masquerade == o.Masquerade && p.Affinity == o.Affinity && p.StickyPort == o.StickyPort &&
-		slices.Equal(p.Endpoints, o.Endpoints)
+	return p.ClusterIP == o.ClusterIP && p.Masquerade == o.Masquerade && p.Affinity == o.Affinity && p.StickyPort == o.StickyPort &&
+		p.Restricted == o.Restricted && slices.Equal(p.Sources, o.Sources) && slices.Equal(p.Endpoints, o.Endpoints) &&
+		slices.Equal(p.Internal, o.Internal)
 }
 
 // sticky reports whether the address gets session-affinity rules.
@@ -81,7 +110,21 @@ func planPort(sp *model.ServicePort, eps model.Endpoints, node *model.Node, cfg 
 			if out[k] != nil {
 				continue
 			}
-			vp := &vipPlan{Masquerade: !(external && local)}
+			vp := &vipPlan{ClusterIP: !external}
+			switch {
+			case external && local:
+				vp.Masquerade = masqueradeNever
+				if !sp.Options.Local {
+					// kube-router's service.local annotation asks for
+					// local endpoints only, whoever the client.
+					vp.Internal = []endpoint{}
+					for _, e := range eps.Serving(a.Is4(), false, cfg.NodeName) {
+						vp.Internal = append(vp.Internal, endpoint{netip.AddrPortFrom(e.Addr, e.Port), e.Node == cfg.NodeName})
+					}
+				}
+			case external:
+				vp.Masquerade = masqueradeAlways
+			}
 			for _, e := range eps.Serving(a.Is4(), local, cfg.NodeName) {
 				vp.Endpoints = append(vp.Endpoints, endpoint{netip.AddrPortFrom(e.Addr, e.Port), e.Node == cfg.NodeName})
 			}
@@ -98,6 +141,20 @@ func planPort(sp *model.ServicePort, eps model.Endpoints, node *model.Node, cfg 
 	add(false, sp.ClusterIPs, sp.Port)
 	add(true, sp.ExternalIPs, sp.Port)
 	add(true, sp.LoadBalancerIPs, sp.Port)
+	if len(sp.LoadBalancerSourceRanges) > 0 {
+		for _, a := range sp.LoadBalancerIPs {
+			vp := out[vipKey{a, sp.Key.Protocol, sp.Port}]
+			if vp == nil || slices.Contains(sp.ExternalIPs, a) || slices.Contains(sp.ClusterIPs, a) {
+				continue // counted as another kind, which no range restricts
+			}
+			vp.Restricted = true
+			for _, r := range sp.LoadBalancerSourceRanges {
+				if r.Addr().Is4() == a.Is4() {
+					vp.Sources = append(vp.Sources, r)
+				}
+			}
+		}
+	}
 	var nodeAddrs []netip.Addr
 	for _, a := range node.NodePortAddrs(cfg.NodePortBindOnAllIPs) {
 		if slices.ContainsFunc(sp.ClusterIPs, func(c netip.Addr) bool { return c.Is4() == a.Is4() }) {

@@ -24,6 +24,10 @@ type Config struct {
 	// ClusterCIDRs (--cluster-cidr) are the cluster's pod CIDRs; nil means
 	// the pod CIDRs of every Node object.
 	ClusterCIDRs []netip.Prefix
+	// ServiceCIDRs (--service-cluster-ip-range) are the ranges cluster IPs
+	// are allocated from: traffic to an address in them that no service
+	// has is dropped. Empty: not known, not dropped.
+	ServiceCIDRs []netip.Prefix
 }
 
 // Planner keeps the service proxy's objects in a ruleset.Table up to date
@@ -50,12 +54,22 @@ type Planner struct {
 	inUse [2]int
 	// classes counts programmed addresses per family and endpoint count.
 	classes [2]map[int]int
+	// internalClasses counts programmed external addresses of traffic
+	// policy Local per family and in-cluster endpoint count.
+	internalClasses [2]map[int]int
 	// affinity counts programmed sticky addresses per affinity map;
 	// sticky is the sticky DNAT of each such address.
 	affinity map[affinityKey]int
 	sticky   map[vipKey]stickyRule
+	// sources counts programmed restricted load-balancer IPs per service
+	// port and family; firewall is the source set of each such address.
+	sources  map[sourcesKey]int
+	firewall map[vipKey]string
 	// cidrs are the cluster CIDR elements per family.
 	cidrs [2][]ruleset.Element
+	// noCIDRs: neither --cluster-cidr nor any node's pod CIDR is known, so
+	// every connection to a cluster IP is masqueraded.
+	noCIDRs bool
 	// rulesDirty says that the chains must be rebuilt: a family, class or
 	// sticky address came or went.
 	rulesDirty bool
@@ -77,6 +91,12 @@ type affinityKey struct {
 	port    model.ServicePortKey
 	v6      bool
 	timeout time.Duration
+}
+
+// sourcesKey names the source-range set of one service port and family.
+type sourcesKey struct {
+	port model.ServicePortKey
+	v6   bool
 }
 
 // Problem is a service port that cannot be programmed as asked.
@@ -103,8 +123,11 @@ func New(t *ruleset.Table, cfg Config) *Planner {
 		problems:         map[model.ServicePortKey]Problem{},
 		affinityProblems: map[model.ServicePortKey]string{},
 		classes:          [2]map[int]int{{}, {}},
+		internalClasses:  [2]map[int]int{{}, {}},
 		affinity:         map[affinityKey]int{},
 		sticky:           map[vipKey]stickyRule{},
+		sources:          map[sourcesKey]int{},
+		firewall:         map[vipKey]string{},
 		rulesDirty:       true,
 	}
 }
@@ -160,6 +183,11 @@ func (p *Planner) Update(state *model.State, changes *model.Changes) *Result {
 	}
 	return res
 }
+
+// NoClusterCIDRs reports that no cluster CIDR is known (no --cluster-cidr,
+// no node with a pod CIDR) while pods' connections should keep their
+// address: every connection to a cluster IP is masqueraded then.
+func (p *Planner) NoClusterCIDRs() bool { return p.noCIDRs && !p.cfg.MasqueradeAll }
 
 // affected lists the service ports to re-plan, sorted.
 func (p *Planner) affected(state *model.State, changes *model.Changes, full bool) []model.ServicePortKey {
@@ -232,6 +260,18 @@ func (p *Planner) resolve(vk vipKey) {
 			p.t.FlushSet(rule.affinityMap)
 		}
 	}
+	var fw string
+	if len(cs) > 0 && want.plan.Restricted {
+		fw = SourceRangesSet(want.owner, vk.Addr.Is6())
+	}
+	if p.firewall[vk] != fw {
+		if fw == "" {
+			delete(p.firewall, vk)
+		} else {
+			p.firewall[vk] = fw
+		}
+		p.rulesDirty = true
+	}
 	if p.sticky[vk] != rule {
 		if rule == (stickyRule{}) {
 			delete(p.sticky, vk)
@@ -293,6 +333,7 @@ func (p *Planner) report(res *Result, keys []model.ServicePortKey, touched map[v
 // nodes' pod CIDRs.
 func (p *Planner) updateCIDRs(state *model.State) {
 	prefixes := model.ClusterCIDRs(p.cfg.ClusterCIDRs, state.Nodes)
+	p.noCIDRs = len(prefixes) == 0
 	for i, v6 := range []bool{false, true} {
 		want := ruleset.PrefixRanges(prefixes, nil, v6)
 		if slices.Equal(want, p.cidrs[i]) {

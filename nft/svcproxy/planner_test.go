@@ -5,6 +5,7 @@ import (
 	"github.com/nfrouter/nfrouter/integration/golden"
 	"maps"
 	"math/rand/v2"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,7 +20,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 func configOf(c svcfixture.Case) Config {
-	return Config{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: c.BindAll, MasqueradeAll: c.MasqueradeAll, ClusterCIDRs: c.ClusterCIDRs}
+	return Config{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: c.BindAll, MasqueradeAll: c.MasqueradeAll, ClusterCIDRs: c.ClusterCIDRs, ServiceCIDRs: c.ServiceCIDRs}
 }
 
 func plan(st *model.State, cfg Config) (*ruleset.Table, *Result) {
@@ -63,6 +64,11 @@ func TestIncrementalEqualsFull(t *testing.T) {
 		alt.AffinityTimeout = 30 - sp.AffinityTimeout%7
 		alt.ExternalTrafficLocal = !sp.ExternalTrafficLocal
 		alt.NodePort = 31000 + sp.Port%100
+		if len(sp.LoadBalancerSourceRanges) > 0 {
+			alt.LoadBalancerSourceRanges = sp.LoadBalancerSourceRanges[:1]
+		} else if len(sp.LoadBalancerIPs) > 0 {
+			alt.LoadBalancerSourceRanges = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+		}
 		altPorts[k] = &alt
 	}
 	altNode := *universe.Nodes[svcfixture.NodeName]
@@ -71,7 +77,8 @@ func TestIncrementalEqualsFull(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, cfg := range []Config{
 		{NodeName: svcfixture.NodeName},
-		{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: true, MasqueradeAll: true},
+		{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: true, MasqueradeAll: true,
+			ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")}},
 	} {
 		tab := ruleset.NewTable("inet", "nfrouter")
 		p := New(tab, cfg)
@@ -187,6 +194,29 @@ func TestEndpointChangeEditsElementsOnly(t *testing.T) {
 		}
 		if got := strings.Join(sets, " "); !strings.Contains(got, EndpointsMap(false)) {
 			t.Errorf("changed sets %s, want %s among them", got, EndpointsMap(false))
+		}
+	}
+}
+
+// TestNoClusterCIDRs checks when the planner says that pods' connections
+// are masqueraded for want of cluster CIDRs.
+func TestNoClusterCIDRs(t *testing.T) {
+	bare := modeltest.NewState([]*model.Node{{Name: svcfixture.NodeName, InternalIPs: modeltest.Addrs("192.168.1.10")}}, nil, nil)
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		st   *model.State
+		want bool
+	}{
+		{"no flag, nodes without pod CIDRs", Config{NodeName: svcfixture.NodeName}, bare, true},
+		{"--cluster-cidr", Config{NodeName: svcfixture.NodeName, ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}, bare, false},
+		{"--masquerade-all asks for it", Config{NodeName: svcfixture.NodeName, MasqueradeAll: true}, bare, false},
+		{"nodes' pod CIDRs", Config{NodeName: svcfixture.NodeName}, modeltest.NewState(svcfixture.Nodes(), nil, nil), false},
+	} {
+		p := New(ruleset.NewTable("inet", "nfrouter"), c.cfg)
+		p.Update(c.st, &model.Changes{Full: true})
+		if got := p.NoClusterCIDRs(); got != c.want {
+			t.Errorf("%s: NoClusterCIDRs() = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

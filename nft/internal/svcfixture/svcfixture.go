@@ -21,6 +21,7 @@ type Case struct {
 	// Planner options.
 	BindAll, MasqueradeAll bool
 	ClusterCIDRs           []netip.Prefix
+	ServiceCIDRs           []netip.Prefix // --service-cluster-ip-range
 }
 
 // Nodes are this node (two IPv4 internal addresses, one IPv6, one external)
@@ -105,6 +106,8 @@ func Cases() []Case {
 			{Namespace: "default", Name: "web6", Protocol: model.TCP}:  {modeltest.Ep("[fd00:10::2]:8080@"+NodeName, "rs"), modeltest.Ep("[fd00:10::3]:8080@node-b", "rs")},
 			{Namespace: "default", Name: "mixed", Protocol: model.TCP}: {modeltest.Ep("10.1.0.2:8080", "rs"), modeltest.Ep("10.1.0.3:9090", "rs")}}),
 		{Name: "masquerade-all", MasqueradeAll: true, State: modeltest.NewState(Nodes(), []*model.ServicePort{web()}, eps(webKey, three))},
+		{Name: "service-cidr-flag", ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16"), netip.MustParsePrefix("fd00:96::/112")},
+			State: modeltest.NewState(Nodes(), []*model.ServicePort{web(modeltest.ClusterIPs("10.96.0.10", "fd00:96::10"))}, eps(webKey, three))},
 		{Name: "cluster-cidr-flag", ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/16")},
 			State: modeltest.NewState(Nodes(), []*model.ServicePort{web()}, eps(webKey, three))},
 		one("address-conflict", []*model.ServicePort{
@@ -114,6 +117,11 @@ func Cases() []Case {
 			{Namespace: "a", Name: "first", Protocol: model.TCP}:  {modeltest.Ep("10.1.0.2:80", "rs")},
 			{Namespace: "b", Name: "second", Protocol: model.TCP}: {modeltest.Ep("10.1.0.3:80", "rs")}}),
 		one("many-endpoints", []*model.ServicePort{web()}, eps(webKey, many)),
+		// IPv4 ranges only: the IPv6 load-balancer IP admits no one.
+		one("load-balancer-source-ranges", []*model.ServicePort{web(modeltest.ClusterIPs("10.96.0.10", "fd00:96::10"), modeltest.NodePort(30080), func(sp *model.ServicePort) {
+			sp.LoadBalancerIPs = modeltest.Addrs("198.51.100.80", "198.51.100.81", "2001:db8::80")
+			sp.LoadBalancerSourceRanges = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("203.0.113.0/25")}
+		})}, eps(webKey, three)),
 	}
 	return cases
 }
