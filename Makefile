@@ -11,8 +11,9 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 
 # Debian packages the tests need: nft for round-trip checks, iproute2 for test
-# namespaces, strace to prove that nothing is exec'd, qemu/cpio/kmod for the VM tier.
-TEST_PACKAGES := nftables iproute2 strace qemu-system-x86 cpio kmod bird2
+# namespaces, strace to prove that nothing is exec'd, qemu/cpio/kmod for the VM tier,
+# containerd to prove that the image imports.
+TEST_PACKAGES := nftables iproute2 strace qemu-system-x86 cpio kmod bird2 containerd
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
@@ -37,12 +38,34 @@ CLUSTER_TIMEOUT   ?= 60m
 CLUSTER_TESTS     ?= .
 DEMO_FLAGS        ?=
 
-.PHONY: all build test test-unit test-kernel test-vm test-cluster demo lint bench setup clean
+# make image: the static binary for every IMAGE_PLATFORMS, cross-compiled, in one
+# multi-platform OCI image (empty base, one layer, /nfrouter as entrypoint) written
+# as IMAGE_TAR, which `ctr -n k8s.io image import` and `docker load` accept. No
+# Docker needed; deploy/Dockerfile describes the same image for those with one.
+IMAGE           ?= nfrouter:dev
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+IMAGE_TAR       ?= $(BIN_DIR)/nfrouter-image.tar
+
+.PHONY: all build image image-test test test-unit test-kernel test-vm test-cluster demo lint bench setup clean
 
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN_DIR)/nfrouter ./cmd/nfrouter
+
+image:
+	@set -e; for p in $(IMAGE_PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; echo "build $$p"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' \
+	    -o $(BIN_DIR)/$$os-$$arch/nfrouter ./cmd/nfrouter; done
+	$(GO) run ./integration/image/cmd/mkimage -name $(IMAGE) -o $(IMAGE_TAR) \
+	  $(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=$(BIN_DIR)/$(subst /,-,$(p))/nfrouter)
+
+# image-test imports IMAGE_TAR into a containerd of its own (root; skips without
+# containerd) and checks its name, platforms and blobs.
+image-test: image
+	NFROUTER_IMAGE_TAR=$(abspath $(IMAGE_TAR)) NFROUTER_IMAGE=$(IMAGE) \
+	  $(GO) test -count=1 -v -run TestContainerdImports ./integration/image/
 
 # setup installs missing Debian packages; it does nothing when all are present and
 # only warns when not root (the privileged tiers then skip with a message).
