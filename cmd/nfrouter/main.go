@@ -77,6 +77,7 @@ func agent(ctx context.Context, o *options, stdout io.Writer, log *slog.Logger) 
 	}
 	log = log.With("node", nodeName)
 	log.Info("Starting nfrouter", "version", version, "once", o.once, "dryRun", o.dryRun)
+	applyForbidExec(o.node, log)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

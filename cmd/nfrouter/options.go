@@ -27,6 +27,7 @@ type options struct {
 
 	proxy  proxyOptions
 	router routerOptions
+	node   nodeOptions
 
 	cacheSyncTimeout time.Duration
 	syncPeriod       time.Duration
@@ -70,6 +71,7 @@ func parseOptions(args []string) (*options, error) {
 
 	o.proxy.addFlags(fs)
 	o.router.addFlags(fs)
+	o.node.addFlags(fs)
 
 	fs.DurationVar(&o.cacheSyncTimeout, "cache-sync-timeout", time.Minute, "How long to wait for the informer caches to sync at start.")
 	fs.DurationVar(&o.syncPeriod, "sync-period", 5*time.Minute, "Interval of full syncs that read back the kernel state and repair drift.")
@@ -125,6 +127,7 @@ func (o *options) validate() error {
 	}
 	errs = append(errs, o.proxy.validate()...)
 	errs = append(errs, o.router.validate()...)
+	errs = append(errs, o.node.validate()...)
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
 	}
