@@ -12,8 +12,9 @@ LDFLAGS   := -X main.version=$(VERSION)
 
 # Debian packages the tests need: nft for round-trip checks, iproute2 for test
 # namespaces, strace to prove that nothing is exec'd, qemu/cpio/kmod for the VM tier,
-# containerd to prove that the image imports.
-TEST_PACKAGES := nftables iproute2 strace qemu-system-x86 cpio kmod bird2 containerd
+# containerd to prove that the image imports, runc and the reference CNI plugins
+# for the node tier.
+TEST_PACKAGES := nftables iproute2 strace qemu-system-x86 cpio kmod bird2 containerd runc containernetworking-plugins
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
@@ -46,7 +47,7 @@ IMAGE           ?= nfrouter:dev
 IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 IMAGE_TAR       ?= $(BIN_DIR)/nfrouter-image.tar
 
-.PHONY: all build image image-test test test-unit test-kernel test-vm test-cluster demo lint bench setup clean
+.PHONY: all build image image-test test test-unit test-kernel test-vm test-cluster test-node demo lint bench setup clean
 
 all: build
 
@@ -78,7 +79,7 @@ setup:
 
 # test runs every tier: unit and kernel tests (kernel tests skip when not root),
 # then the cluster tier (skips when not root) and the VM tier.
-test: setup lint test-unit test-cluster test-vm
+test: setup lint test-unit test-cluster test-node test-vm
 
 test-unit:
 	$(GO) test -count=1 ./...
@@ -100,6 +101,13 @@ test-cluster: build
 	@if [ "$$(id -u)" != 0 ]; then echo "test-cluster: skipped: the cluster tier needs root (network namespaces, nftables)"; exit 0; fi; \
 	set -x; NFROUTER_CLUSTER_CACHE=$(CLUSTER_CACHE_DIR) NFROUTER_BIN=$(abspath $(BIN_DIR))/nfrouter GO=$(GO) \
 	  $(GO) test -count=1 -v -timeout $(CLUSTER_TIMEOUT) -run '$(CLUSTER_TESTS)' ./integration/cluster/
+
+# test-node runs nfrouter as runc runs it for the DaemonSet: its capabilities, a
+# read-only root and /proc/sys, in a network namespace standing for the node
+# (integration/node; about 1 s). It needs root and runc.
+test-node: build
+	@if [ "$$(id -u)" != 0 ]; then echo "test-node: skipped: the node tier needs root (runc, network namespaces)"; exit 0; fi; \
+	set -x; NFROUTER_BIN=$(abspath $(BIN_DIR))/nfrouter $(GO) test -count=1 -v ./integration/node/
 
 # demo starts a 2-node test bed with nfrouter on both nodes; see README.
 demo: setup build
