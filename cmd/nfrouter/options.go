@@ -58,7 +58,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.SortFlags = false
 
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig file; in-cluster configuration when neither this nor --master is given.")
-	fs.StringVar(&o.master, "master", "", "Address of the Kubernetes API server (overrides the kubeconfig's).")
+	fs.StringVar(&o.master, "master", "", "Address of the Kubernetes API server (overrides the kubeconfig's; in a pod without --kubeconfig, the in-cluster address, keeping the service account's credentials).")
 	fs.StringVar(&o.manifests, "manifests", "", "Read objects from this YAML/JSON file or directory instead of an API server.")
 	fs.StringVar(&o.hostnameOverride, "hostname-override", "", "This node's name; defaults to $NODE_NAME, then the host name.")
 
