@@ -13,7 +13,9 @@ LDFLAGS   := -X main.version=$(VERSION)
 # Debian packages the tests need: nft for round-trip checks, iproute2 for test
 # namespaces, strace to prove that nothing is exec'd, qemu/cpio/kmod for the VM tier.
 # iptables (iptables-nft) and ipset make kube-router's leftovers for the cleanup test.
-TEST_PACKAGES := nftables iproute2 strace qemu-system-x86 cpio kmod bird2 iptables ipset
+# containerd proves that the image imports; runc and the reference CNI plugins serve
+# the node tier.
+TEST_PACKAGES := nftables iproute2 strace qemu-system-x86 cpio kmod bird2 iptables ipset containerd runc containernetworking-plugins
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
@@ -38,12 +40,34 @@ CLUSTER_TIMEOUT   ?= 60m
 CLUSTER_TESTS     ?= .
 DEMO_FLAGS        ?=
 
-.PHONY: all build test test-unit test-kernel test-vm test-cluster demo lint bench setup clean
+# make image: the static binary for every IMAGE_PLATFORMS, cross-compiled, in one
+# multi-platform OCI image (empty base, one layer, /nfrouter as entrypoint) written
+# as IMAGE_TAR, which `ctr -n k8s.io image import` and `docker load` accept. No
+# Docker needed; deploy/Dockerfile describes the same image for those with one.
+IMAGE           ?= nfrouter:dev
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+IMAGE_TAR       ?= $(BIN_DIR)/nfrouter-image.tar
+
+.PHONY: all build image image-test test test-unit test-kernel test-vm test-cluster test-node demo lint bench setup clean
 
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN_DIR)/nfrouter ./cmd/nfrouter
+
+image:
+	@set -e; for p in $(IMAGE_PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; echo "build $$p"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' \
+	    -o $(BIN_DIR)/$$os-$$arch/nfrouter ./cmd/nfrouter; done
+	$(GO) run ./integration/image/cmd/mkimage -name $(IMAGE) -o $(IMAGE_TAR) \
+	  $(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=$(BIN_DIR)/$(subst /,-,$(p))/nfrouter)
+
+# image-test imports IMAGE_TAR into a containerd of its own (root; skips without
+# containerd) and checks its name, platforms and blobs.
+image-test: image
+	NFROUTER_IMAGE_TAR=$(abspath $(IMAGE_TAR)) NFROUTER_IMAGE=$(IMAGE) \
+	  $(GO) test -count=1 -v -run TestContainerdImports ./integration/image/
 
 # setup installs missing Debian packages; it does nothing when all are present and
 # only warns when not root (the privileged tiers then skip with a message).
@@ -56,7 +80,7 @@ setup:
 
 # test runs every tier: unit and kernel tests (kernel tests skip when not root),
 # then the cluster tier (skips when not root) and the VM tier.
-test: setup lint test-unit test-cluster test-vm
+test: setup lint test-unit test-cluster test-node test-vm
 
 test-unit:
 	$(GO) test -count=1 ./...
@@ -78,6 +102,13 @@ test-cluster: build
 	@if [ "$$(id -u)" != 0 ]; then echo "test-cluster: skipped: the cluster tier needs root (network namespaces, nftables)"; exit 0; fi; \
 	set -x; NFROUTER_CLUSTER_CACHE=$(CLUSTER_CACHE_DIR) NFROUTER_BIN=$(abspath $(BIN_DIR))/nfrouter GO=$(GO) \
 	  $(GO) test -count=1 -v -timeout $(CLUSTER_TIMEOUT) -run '$(CLUSTER_TESTS)' ./integration/cluster/
+
+# test-node runs nfrouter as runc runs it for the DaemonSet: its capabilities, a
+# read-only root and /proc/sys, in a network namespace standing for the node
+# (integration/node; about 1 s). It needs root and runc.
+test-node: build
+	@if [ "$$(id -u)" != 0 ]; then echo "test-node: skipped: the node tier needs root (runc, network namespaces)"; exit 0; fi; \
+	set -x; NFROUTER_BIN=$(abspath $(BIN_DIR))/nfrouter $(GO) test -count=1 -v ./integration/node/
 
 # demo starts a 2-node test bed with nfrouter on both nodes; see README.
 demo: setup build

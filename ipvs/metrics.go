@@ -12,6 +12,8 @@ type metrics struct {
 	operationsPerSync prometheus.Histogram
 	syncDuration      prometheus.Histogram
 	syncs             *prometheus.CounterVec
+	sysctlsUnset      prometheus.Gauge
+	sysctlFailures    *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -35,12 +37,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}),
 		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "syncs_total", Help: "Syncs, by kind (full, incremental, drain) and result (ok, error)."}, []string{"kind", "result"}),
+		sysctlsUnset: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
+			Name: "sysctls_unset", Help: "IPVS sysctls that are not set and could not be written at start."}),
+		sysctlFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "sysctl_failures_total", Help: "IPVS sysctls found unset that could not be written."}, []string{"sysctl"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.services, m.destinations, m.draining, m.invalid, m.operations,
-		m.operationsPerSync, m.syncDuration, m.syncs} {
+		m.operationsPerSync, m.syncDuration, m.syncs, m.sysctlsUnset, m.sysctlFailures} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -117,13 +117,28 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.SysctlRoot = "/proc/sys/net/ipv4/vs"
 		fallthrough
 	default:
-		if err := setSysctls(cfg.SysctlRoot); err != nil {
-			log.Warn("Cannot set IPVS sysctls; NAT and filtering of service traffic may not see IPVS connections", "error", err)
-		}
+		p.reportSysctls(cfg, setSysctls(cfg.SysctlRoot))
 	}
 	p.cfg = cfg
 	p.applier = newApplier(cfg.IPVS, cfg.Addresses, cfg.Clock, cfg.GracePeriod, cfg.NodePortMin, cfg.NodePortMax)
 	return p, nil
+}
+
+// reportSysctls reports IPVS sysctls that are not set and cannot be: a
+// degradation, not a failure (DESIGN principle 8): services are still
+// proxied, but NAT and filtering may not see IPVS connections, and clients
+// of removed or draining destinations may hang until they time out.
+func (p *Proxy) reportSysctls(cfg Config, failed []sysctlFailure) {
+	p.metrics.sysctlsUnset.Set(float64(len(failed)))
+	for _, f := range failed {
+		p.metrics.sysctlFailures.WithLabelValues(f.Name).Inc()
+		p.log.Warn("Cannot set IPVS sysctl; NAT and filtering of service traffic may not see IPVS connections "+
+			"(set it on the node, or run nfrouter with a writable /proc/sys)", "sysctl", f.Name, "error", f.Err)
+		if cfg.Events != nil {
+			cfg.Events.NodeEvent(cfg.NodeName, "Warning", "SysctlNotSet",
+				fmt.Sprintf("nfrouter cannot set %s=1 for the IPVS service proxy: %v", f.Name, f.Err))
+		}
+	}
 }
 
 type closerFunc func() error

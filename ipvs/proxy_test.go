@@ -20,6 +20,10 @@ type recordedEvent struct {
 
 type eventLog struct{ events []recordedEvent }
 
+func (e *eventLog) NodeEvent(node, eventType, reason, message string) {
+	e.events = append(e.events, recordedEvent{model.ServiceKey{Name: "node/" + node}, eventType, reason, message})
+}
+
 func (e *eventLog) ServiceEvent(svc model.ServiceKey, eventType, reason, message string) {
 	e.events = append(e.events, recordedEvent{svc, eventType, reason, message})
 }

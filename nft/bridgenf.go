@@ -36,30 +36,42 @@ var bridgeNFSysctls = []string{
 // errNoBridgeNF reports that the namespace has no br_netfilter sysctls.
 var errNoBridgeNF = errors.New("br_netfilter not loaded: no " + bridgeNFSysctls[0])
 
+// sysctlResult is what ensureBridgeNF found and did for one sysctl.
+type sysctlResult struct {
+	Path    string
+	Changed bool  // it was not 1 and now is
+	Err     error // it is not 1 and could not be set (read-only /proc/sys, no permission)
+}
+
 // ensureBridgeNF sets the bridge-nf-call sysctls of the network namespace
-// nsFd (0: the current one) to 1 and returns those it changed. It returns
-// errNoBridgeNF when br_netfilter is absent.
-func ensureBridgeNF(nsFd int) (changed []string, err error) {
+// nsFd (0: the current one) to 1. A sysctl that already is 1 is not written,
+// so a read-only /proc/sys (as every container runtime mounts it) costs
+// nothing where the node already has them on. It returns errNoBridgeNF when
+// br_netfilter is absent; a sysctl it cannot read or write is reported in its
+// result, and the others are still tried.
+func ensureBridgeNF(nsFd int) (results []sysctlResult, err error) {
 	err = inNetNS(nsFd, func() error {
 		for _, f := range bridgeNFSysctls {
 			b, err := os.ReadFile(f)
 			if errors.Is(err, fs.ErrNotExist) {
 				return errNoBridgeNF
 			}
-			if err != nil {
-				return fmt.Errorf("read %s: %w", f, err)
+			switch {
+			case err != nil:
+				results = append(results, sysctlResult{Path: f, Err: err}) // a PathError: names the file
+			case strings.TrimSpace(string(b)) == "1":
+				results = append(results, sysctlResult{Path: f})
+			default:
+				if err := os.WriteFile(f, []byte("1"), 0o644); err != nil {
+					results = append(results, sysctlResult{Path: f, Err: err})
+					continue
+				}
+				results = append(results, sysctlResult{Path: f, Changed: true})
 			}
-			if strings.TrimSpace(string(b)) == "1" {
-				continue
-			}
-			if err := os.WriteFile(f, []byte("1"), 0o644); err != nil {
-				return fmt.Errorf("write %s: %w", f, err)
-			}
-			changed = append(changed, f)
 		}
 		return nil
 	})
-	return changed, err
+	return results, err
 }
 
 // inNetNS runs fn on a thread in network namespace nsFd (0: the current

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,6 +52,10 @@ type Firewall struct {
 	// sweep says a planned change may deny flows conntrack still holds;
 	// it stays set until a sweep of the conntrack table succeeded.
 	sweep bool
+
+	sysctlErrors   map[string]string // sysctl path → error already reported
+	sysctlsUnset   prometheus.Gauge
+	sysctlFailures *prometheus.CounterVec
 }
 
 // NewFirewall returns the firewall part, writing into t.
@@ -64,13 +69,17 @@ func NewFirewall(t *ruleset.Table, cfg FirewallConfig) (*Firewall, error) {
 	}
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "nfrouter", Subsystem: "firewall",
 		Name: "policies_failed_closed", Help: "Network policies that could not be compiled and isolate their pods."})
+	unset := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "nfrouter", Subsystem: "firewall",
+		Name: "sysctls_unset", Help: "Sysctls the firewall needs (bridge-nf-call-ip(6)tables) that are not set and cannot be written."})
+	failures := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "nfrouter", Subsystem: "firewall",
+		Name: "sysctl_failures_total", Help: "Checks that found a sysctl the firewall needs unset and could not set it."}, []string{"sysctl"})
 	deleted := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "nfrouter", Subsystem: "firewall",
 		Name: "conntrack_entries_deleted_total", Help: "Conntrack entries of connections deleted because a policy started denying them."})
 	sweepErrors := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "nfrouter", Subsystem: "firewall",
 		Name: "conntrack_errors_total", Help: "Failed passes over the conntrack table to delete connections policies began to deny."})
 	denied := newDeniedCollector(cfg.NetNSFd)
 	if cfg.Registerer != nil {
-		for _, c := range []prometheus.Collector{g, deleted, sweepErrors, denied} {
+		for _, c := range []prometheus.Collector{g, deleted, sweepErrors, denied, unset, failures} {
 			if err := cfg.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("firewall: register metrics: %w", err)
 			}
@@ -78,7 +87,8 @@ func NewFirewall(t *ruleset.Table, cfg FirewallConfig) (*Firewall, error) {
 	}
 	f := &Firewall{cfg: cfg, log: log.With("part", "firewall"), table: t, policyErrors: g, flowsDeleted: deleted, sweepErrors: sweepErrors, denied: denied,
 		planner:  netpol.New(t, netpol.Config{NodeName: cfg.NodeName, DefaultDeny: cfg.DefaultDeny}),
-		reported: map[model.PolicyKey]string{}}
+		reported: map[model.PolicyKey]string{}, sysctlErrors: map[string]string{},
+		sysctlsUnset: unset, sysctlFailures: failures}
 	denied.set(f.planner.DenyChains())
 	return f, nil
 }
@@ -105,7 +115,10 @@ func (f *Firewall) Plan(ctx context.Context, state *model.State, changes *model.
 // Applied implements Applied: once the kernel holds a change that may deny
 // established flows, it deletes their conntrack entries; on every full sync
 // (first, periodic, after a failure) it checks the br_netfilter sysctls,
-// since the module may be loaded, or a sysctl reset, after we start.
+// since the module may be loaded, or a sysctl reset, after we start. A sysctl
+// it cannot set does not fail the sync (DESIGN principle 8): routed pods and
+// everything else the table does are unaffected; it is a degradation,
+// reported by reportBridgeNF.
 func (f *Firewall) Applied(ctx context.Context, full bool) error {
 	if f.sweep {
 		// Without conntrack netlink (a module missing, a namespace that
@@ -122,7 +135,8 @@ func (f *Firewall) Applied(ctx context.Context, full bool) error {
 	if !full {
 		return nil
 	}
-	return f.ensureBridgeNF(ctx)
+	f.ensureBridgeNF(ctx)
+	return nil
 }
 
 // deleteDeniedFlows deletes the conntrack entries of the flows the
@@ -149,23 +163,66 @@ func (f *Firewall) deleteDeniedFlows(ctx context.Context) error {
 // ensureBridgeNF makes bridged pod traffic pass the policy chains (see
 // bridgenf.go), logging each sysctl it changes and, once, br_netfilter's
 // absence.
-func (f *Firewall) ensureBridgeNF(ctx context.Context) error {
-	changed, err := ensureBridgeNF(f.cfg.NetNSFd)
+func (f *Firewall) ensureBridgeNF(ctx context.Context) {
+	results, err := ensureBridgeNF(f.cfg.NetNSFd)
 	if errors.Is(err, errNoBridgeNF) {
 		if !f.noBridge {
 			f.log.InfoContext(ctx, "br_netfilter not loaded; pods on a bridge would bypass network policies", "error", err)
 		}
 		f.noBridge = true
-		return nil
+		results = nil
+	} else if err != nil {
+		// Only entering the namespace can fail here: the same degradation.
+		results = make([]sysctlResult, len(bridgeNFSysctls))
+		for i, p := range bridgeNFSysctls {
+			results[i] = sysctlResult{Path: p, Err: err}
+		}
+	} else {
+		f.noBridge = false
 	}
-	if err != nil {
-		return fmt.Errorf("enable br_netfilter for bridged pods: %w", err)
+	for _, r := range results {
+		if r.Changed {
+			f.log.InfoContext(ctx, "set sysctl so that bridged pod traffic passes network policies", "sysctl", sysctlName(r.Path), "value", 1)
+		}
 	}
-	f.noBridge = false
-	for _, s := range changed {
-		f.log.InfoContext(ctx, "set sysctl so that bridged pod traffic passes network policies", "sysctl", s, "value", 1)
+	f.reportBridgeNF(ctx, results)
+}
+
+// reportBridgeNF reports each bridge-nf-call sysctl that is not 1 and cannot
+// be set — a log line and a Warning Event on the node when it starts or its
+// error changes, a counted failure every time — and each that recovers.
+func (f *Firewall) reportBridgeNF(ctx context.Context, results []sysctlResult) {
+	failing := map[string]string{}
+	for _, r := range results {
+		if r.Err == nil {
+			continue
+		}
+		msg := r.Err.Error()
+		failing[r.Path] = msg
+		f.sysctlFailures.WithLabelValues(sysctlName(r.Path)).Inc()
+		if f.sysctlErrors[r.Path] == msg {
+			continue
+		}
+		f.log.WarnContext(ctx, "cannot set sysctl: pods on a bridge bypass network policies until it is 1 "+
+			"(set it on the node, or run nfrouter with a writable /proc/sys)", "sysctl", sysctlName(r.Path), "error", msg)
+		if f.cfg.Events != nil {
+			f.cfg.Events.NodeEvent(f.cfg.NodeName, "Warning", "SysctlNotSet",
+				fmt.Sprintf("nfrouter cannot set %s=1, so pods on a bridge bypass network policies: %s", sysctlName(r.Path), msg))
+		}
 	}
-	return nil
+	for p := range f.sysctlErrors {
+		if _, ok := failing[p]; !ok {
+			f.log.InfoContext(ctx, "sysctl is set now", "sysctl", sysctlName(p))
+		}
+	}
+	f.sysctlErrors = failing
+	f.sysctlsUnset.Set(float64(len(failing)))
+}
+
+// sysctlName turns /proc/sys/net/bridge/bridge-nf-call-iptables into
+// net.bridge.bridge-nf-call-iptables, as sysctl(8) names it.
+func sysctlName(path string) string {
+	return strings.ReplaceAll(strings.TrimPrefix(path, "/proc/sys/"), "/", ".")
 }
 
 // reportPolicies logs and records an event for each changed policy that

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nfrouter/nfrouter/bgp"
+	"github.com/nfrouter/nfrouter/bgp/cni"
 	"github.com/nfrouter/nfrouter/cmd/nfrouter/svchealth"
 	"github.com/nfrouter/nfrouter/ipvs"
 	"github.com/nfrouter/nfrouter/nft"
@@ -65,6 +66,9 @@ func newBackends(w wiring) (*backends, error) {
 			return nil, fmt.Errorf("--run-router: %w", err)
 		}
 		b.list, b.closers = append(b.list, backend), append(b.closers, closer)
+	}
+	if w.o.node.enableCNI {
+		b.list = append(b.list, &cni.Writer{NodeName: w.nodeName, Path: w.o.node.cniConfFile, Log: w.log.With("backend", "cni")})
 	}
 	mks := w.nftParts()
 	if len(mks) == 0 {

@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
@@ -93,6 +93,7 @@ func agent(ctx context.Context, o *options, stdout io.Writer, log *slog.Logger) 
 	}
 	log = log.With("node", nodeName)
 	log.Info("Starting nfrouter", "version", version, "once", o.once, "dryRun", o.dryRun)
+	applyForbidExec(o.node, log)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newBuildInfo())
@@ -185,7 +186,7 @@ func agent(ctx context.Context, o *options, stdout io.Writer, log *slog.Logger) 
 }
 
 func newClient(o *options) (kubernetes.Interface, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags(o.master, o.kubeconfig)
+	cfg, err := clientConfig(o.master, o.kubeconfig, rest.InClusterConfig)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client config: %w", err)
 	}

@@ -28,6 +28,7 @@ type options struct {
 
 	proxy  proxyOptions
 	router routerOptions
+	node   nodeOptions
 
 	cacheSyncTimeout time.Duration
 	syncPeriod       time.Duration
@@ -65,7 +66,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.SortFlags = false
 
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig file; in-cluster configuration when neither this nor --master is given.")
-	fs.StringVar(&o.master, "master", "", "Address of the Kubernetes API server (overrides the kubeconfig's).")
+	fs.StringVar(&o.master, "master", "", "Address of the Kubernetes API server (overrides the kubeconfig's; in a pod without --kubeconfig, the in-cluster address, keeping the service account's credentials).")
 	fs.StringVar(&o.manifests, "manifests", "", "Read objects from this YAML/JSON file or directory instead of an API server.")
 	fs.StringVar(&o.hostnameOverride, "hostname-override", "", "This node's name; defaults to $NODE_NAME, then the host name.")
 
@@ -79,6 +80,7 @@ func parseOptions(args []string) (*options, error) {
 
 	o.proxy.addFlags(fs)
 	o.router.addFlags(fs)
+	o.node.addFlags(fs)
 
 	fs.DurationVar(&o.cacheSyncTimeout, "cache-sync-timeout", time.Minute, "How long to wait for the informer caches to sync at start.")
 	fs.DurationVar(&o.syncPeriod, "sync-period", 5*time.Minute, "Interval of full syncs that read back the kernel state and repair drift.")
@@ -161,6 +163,7 @@ func (o *options) validate() error {
 	}
 	errs = append(errs, o.proxy.validate()...)
 	errs = append(errs, o.router.validate()...)
+	errs = append(errs, o.node.validate()...)
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
 	}

@@ -9,7 +9,8 @@ import (
 )
 
 // TestDeployManifests decodes deploy/'s manifests and checks what the
-// DaemonSet promises: host network, NET_ADMIN as its only capability, and
+// DaemonSet promises: host network, NET_ADMIN and NET_BIND_SERVICE (BGP on
+// port 179) as its only capabilities, the runtime's seccomp profile, and
 // every ConfigMap key it reads defined (or optional).
 func TestDeployManifests(t *testing.T) {
 	var ds *appsv1.DaemonSet
@@ -36,8 +37,14 @@ func TestDeployManifests(t *testing.T) {
 		t.Error("DaemonSet is not hostNetwork")
 	}
 	c := spec.Containers[0]
-	if caps := c.SecurityContext.Capabilities; !slices.Equal(caps.Add, []corev1.Capability{"NET_ADMIN"}) || !slices.Equal(caps.Drop, []corev1.Capability{"ALL"}) {
-		t.Errorf("capabilities add %v drop %v; want NET_ADMIN only", caps.Add, caps.Drop)
+	if caps := c.SecurityContext.Capabilities; !slices.Equal(caps.Add, []corev1.Capability{"NET_ADMIN", "NET_BIND_SERVICE"}) || !slices.Equal(caps.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("capabilities add %v drop %v; want NET_ADMIN and NET_BIND_SERVICE only", caps.Add, caps.Drop)
+	}
+	if c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+		t.Error("container is privileged")
+	}
+	if sc := spec.SecurityContext; sc == nil || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Error("pod does not run with the RuntimeDefault seccomp profile")
 	}
 	for _, e := range c.Env {
 		ref := e.ValueFrom
