@@ -8,19 +8,27 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// Binaries are the control-plane programs the bed runs.
+// Binaries are the Kubernetes programs the test beds run: the control plane
+// for the cluster bed; kubelet, kube-scheduler and kubectl for the node tier;
+// kube-proxy as the benchmarks' peer.
 type Binaries struct {
 	Etcd              string
 	APIServer         string
 	ControllerManager string
+	Scheduler         string
+	Kubelet           string
+	KubeProxy         string
+	Kubectl           string
 }
 
 // tool is one build: a module directory under tools/ and its main packages.
@@ -28,6 +36,10 @@ type tool struct {
 	dir      string // under the tools directory
 	module   string // the required module whose version keys the cache
 	packages map[string]string
+	// versionPkg, when set, is the package whose gitVersion is stamped with
+	// the module's version: an unstamped kubelet reports v0.0.0-master, which
+	// the API server and kubectl take for a skewed node.
+	versionPkg string
 }
 
 var tools = []tool{
@@ -37,7 +49,11 @@ var tools = []tool{
 	{dir: "kube", module: "k8s.io/kubernetes", packages: map[string]string{
 		"kube-apiserver":          "k8s.io/kubernetes/cmd/kube-apiserver",
 		"kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
-	}},
+		"kube-scheduler":          "k8s.io/kubernetes/cmd/kube-scheduler",
+		"kubelet":                 "k8s.io/kubernetes/cmd/kubelet",
+		"kube-proxy":              "k8s.io/kubernetes/cmd/kube-proxy",
+		"kubectl":                 "k8s.io/kubernetes/cmd/kubectl",
+	}, versionPkg: "k8s.io/component-base/version"},
 }
 
 // EnsureBinaries returns the control-plane binaries, building them first when
@@ -69,11 +85,12 @@ func EnsureBinaries(ctx context.Context, toolsDir, cacheDir string, progress io.
 			paths[name] = filepath.Join(dir, name)
 		}
 	}
-	return Binaries{Etcd: paths["etcd"], APIServer: paths["kube-apiserver"], ControllerManager: paths["kube-controller-manager"]}, nil
+	return Binaries{Etcd: paths["etcd"], APIServer: paths["kube-apiserver"], ControllerManager: paths["kube-controller-manager"],
+		Scheduler: paths["kube-scheduler"], Kubelet: paths["kubelet"], KubeProxy: paths["kube-proxy"], Kubectl: paths["kubectl"]}, nil
 }
 
 func (t tool) ensure(ctx context.Context, modDir, cacheDir string, progress io.Writer, log *slog.Logger) (string, error) {
-	key, err := t.cacheKey(modDir)
+	key, version, err := t.cacheKey(modDir)
 	if err != nil {
 		return "", err
 	}
@@ -89,13 +106,15 @@ func (t tool) ensure(ctx context.Context, modDir, cacheDir string, progress io.W
 	defer os.RemoveAll(tmp)
 	start := time.Now()
 	fmt.Fprintf(progress, "building %s into %s (the first build of Kubernetes takes ~13 min on 2 cores; cached afterwards)\n", key, cacheDir)
-	for name, pkg := range t.packages {
+	ldflags := t.ldflags(version)
+	for _, name := range slices.Sorted(maps.Keys(t.packages)) {
 		// -v prints each package as it is compiled: visible progress.
-		cmd := exec.CommandContext(ctx, "nice", "-n", "10", goCommand(), "build", "-v", "-trimpath", "-o", filepath.Join(tmp, name), pkg)
+		cmd := exec.CommandContext(ctx, "nice", "-n", "10", goCommand(), "build", "-v", "-trimpath",
+			"-ldflags", ldflags, "-o", filepath.Join(tmp, name), t.packages[name])
 		cmd.Dir = modDir
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off")
 		if err := runWithProgress(cmd, progress, name); err != nil {
-			return "", fmt.Errorf("build %s (%s): %w", name, pkg, err)
+			return "", fmt.Errorf("build %s (%s): %w", name, t.packages[name], err)
 		}
 	}
 	if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
@@ -109,14 +128,27 @@ func (t tool) ensure(ctx context.Context, modDir, cacheDir string, progress io.W
 	return dir, nil
 }
 
-// cacheKey is "<dir>-<version>-<hash of go.mod and go.sum>".
-func (t tool) cacheKey(modDir string) (string, error) {
+// ldflags stamps the version into versionPkg and strips debug information
+// (the binaries are only run, never debugged, and the cache holds them).
+func (t tool) ldflags(version string) string {
+	flags := "-s -w"
+	if t.versionPkg != "" {
+		major, minor, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
+		minor, _, _ = strings.Cut(minor, ".")
+		flags += fmt.Sprintf(" -X %[1]s.gitVersion=%[2]s -X %[1]s.gitMajor=%[3]s -X %[1]s.gitMinor=%[4]s -X %[1]s.gitTreeState=clean",
+			t.versionPkg, version, major, minor)
+	}
+	return flags
+}
+
+// cacheKey is "<dir>-<version>-<hash of go.mod, go.sum, the packages and
+// the flags they are built with>", and the version.
+func (t tool) cacheKey(modDir string) (key, version string, err error) {
 	h := sha256.New()
-	var version string
 	for _, f := range []string{"go.mod", "go.sum"} {
 		b, err := os.ReadFile(filepath.Join(modDir, f))
 		if err != nil {
-			return "", fmt.Errorf("build %s: %w", t.dir, err)
+			return "", "", fmt.Errorf("build %s: %w", t.dir, err)
 		}
 		h.Write(b)
 		if f != "go.mod" {
@@ -130,9 +162,13 @@ func (t tool) cacheKey(modDir string) (string, error) {
 		}
 	}
 	if version == "" {
-		return "", fmt.Errorf("build %s: go.mod does not require %s", t.dir, t.module)
+		return "", "", fmt.Errorf("build %s: go.mod does not require %s", t.dir, t.module)
 	}
-	return fmt.Sprintf("%s-%s-%s", t.dir, version, hex.EncodeToString(h.Sum(nil))[:8]), nil
+	for _, name := range slices.Sorted(maps.Keys(t.packages)) {
+		fmt.Fprintf(h, "%s=%s\n", name, t.packages[name])
+	}
+	h.Write([]byte(t.ldflags(version)))
+	return fmt.Sprintf("%s-%s-%s", t.dir, version, hex.EncodeToString(h.Sum(nil))[:8]), version, nil
 }
 
 // runWithProgress runs cmd and writes one line per 50 compiled packages (and
