@@ -42,8 +42,8 @@ func (p *fixedPart) Plan(context.Context, *model.State, *model.Changes) {
 func primitiveChains() ([]ruleset.Set, map[string][]ruleset.Element, []*ruleset.Chain) {
 	sets := []ruleset.Set{{Name: "addrs", Type: ruleset.Addr4},
 		{Name: "pairs4", Type: ruleset.AddrPair4}, {Name: "pairs6", Type: ruleset.AddrPair6},
-		{Name: "eps4", Type: ruleset.EndpointSlot4, Data: ruleset.AddrPort4, Comment: "slots"},
-		{Name: "eps6", Type: ruleset.EndpointSlot6, Data: ruleset.AddrPort6},
+		{Name: "eps4", Type: ruleset.EndpointSlot4, Data: ruleset.AddrPort4, DataProto: 6, Comment: "slots"},
+		{Name: "eps6", Type: ruleset.EndpointSlot6, Data: ruleset.AddrPort6, DataProto: 17},
 		{Name: "vips6", Type: ruleset.AddrProtoPort6},
 		{Name: "sticky4", Type: ruleset.Addr4, Data: ruleset.Addr4, Dynamic: true, Size: 65535, Timeout: 3 * time.Hour, Comment: "clients"},
 		{Name: "sticky6", Type: ruleset.Addr6, Data: ruleset.Addr6, Dynamic: true, Size: 65535, Timeout: 100 * time.Second}}
@@ -77,8 +77,8 @@ func primitiveChains() ([]ruleset.Set, map[string][]ruleset.Element, []*ruleset.
 	pre.Rules = append(pre.Rules,
 		ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrIs{Addr: vip4}, ruleset.DPort{Proto: 6, First: 80}}, Verdict: ruleset.DNATSticky{Map: "sticky4", Port: 8080}},
 		ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrIs{V6: true, Addr: vip6}, ruleset.DPort{Proto: 132, First: 80}}, Verdict: ruleset.DNATSticky{V6: true, Map: "sticky6", Port: 8080}},
-		ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{Set: "vips4"}}, Verdict: ruleset.DNATSlot{Slots: 2, Map: "eps4"}},
-		ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: true, Set: "vips6"}}, Verdict: ruleset.DNATSlot{V6: true, Slots: 3, Map: "eps6"}})
+		ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{Proto: 6, Set: "vips4"}}, Verdict: ruleset.DNATSlot{Proto: 6, Slots: 2, Map: "eps4"}},
+		ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: true, Proto: 17, Set: "vips6"}}, Verdict: ruleset.DNATSlot{V6: true, Proto: 17, Slots: 3, Map: "eps6"}})
 	sets = append(sets, ruleset.Set{Name: "vips4", Type: ruleset.AddrProtoPort4})
 	input.Rules = append(input.Rules,
 		ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{Set: "vips4"}}, Verdict: ruleset.Reject{}},

@@ -73,13 +73,13 @@ func (a *applier) readBack(desired *ruleset.Table) (programmed, bool, error) {
 		if d == nil {
 			continue // to be deleted; its elements do not matter
 		}
-		// google/nftables v0.3.0 reads neither set comments nor the key types
-		// of maps back; names fix both, so only flags and a known key type
-		// are compared.
+		// google/nftables v0.3.0 reads neither set userdata (comments, the
+		// protocol a map's data names) nor the key types of maps back;
+		// names fix them, so only flags and a known key type are compared.
 		if def.Type == 0 {
 			def.Type = d.Type
 		}
-		def.Comment = d.Comment
+		def.Comment, def.DataProto = d.Comment, d.DataProto
 		ps.def = def
 		if !d.SameDef(&def) {
 			reset = true

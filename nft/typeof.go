@@ -34,17 +34,25 @@ const (
 	exprConcat  = 13
 	exprNumgen  = 23
 
-	descTH  = 11
-	descIP  = 12
-	descIP6 = 13
+	descUDP  = 6
+	descTCP  = 8
+	descSCTP = 10
+	descTH   = 11
+	descIP   = 12
+	descIP6  = 13
 
 	fieldTHDport  = 2
+	fieldDport    = 2 // of tcp, udp and sctp too
 	fieldIPDaddr  = 12
 	fieldIP6Daddr = 9
 
 	metaL4Proto  = 16
 	numgenRandom = 1
 )
+
+// portDesc is nft's protocol description of each transport protocol whose
+// port a map's data may name.
+var portDesc = map[uint8]uint32{unix.IPPROTO_TCP: descTCP, unix.IPPROTO_UDP: descUDP, unix.IPPROTO_SCTP: descSCTP}
 
 func udU32(typ byte, v uint32) []byte {
 	return append([]byte{typ, 4}, binaryutil.NativeEndian.PutUint32(v)...)
@@ -87,6 +95,20 @@ func typeofUserdata(k ruleset.KeyType) []byte {
 	return nil
 }
 
+// dataTypeofUserdata is typeofUserdata for a map's data, whose port is
+// protocol proto's (`tcp dport`; 0: `th dport`).
+func dataTypeofUserdata(k ruleset.KeyType, proto uint8) []byte {
+	desc, ok := portDesc[proto]
+	if !ok || (k != ruleset.AddrPort4 && k != ruleset.AddrPort6) {
+		return typeofUserdata(k)
+	}
+	daddr := udPayload(descIP, fieldIPDaddr)
+	if k.V6() {
+		daddr = udPayload(descIP6, fieldIP6Daddr)
+	}
+	return udConcat(daddr, udPayload(desc, fieldDport))
+}
+
 // Byte orders as nft's set userdata names them (BYTEORDER_* of nft's
 // include/datatype.h): concatenations and verdicts have none.
 const (
@@ -123,8 +145,8 @@ func setUserdata(s *ruleset.Set) []byte {
 			data := emptyConcat
 			// nft describes the data by expressions only where the key is
 			// (renderSet declares typeof data only then).
-			if s.Type.Typeof() != "" && s.Data.Typeof() != "" {
-				data = typeofUserdata(s.Data)
+			if s.DataTypeof() != "" {
+				data = dataTypeofUserdata(s.Data, s.DataProto)
 			}
 			ud = append(ud, udNest(udataDataTypeof, data)...)
 		}

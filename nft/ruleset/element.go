@@ -73,10 +73,22 @@ func (k KeyType) Typeof() string {
 		return "ip daddr . meta l4proto . th dport . numgen random mod 1"
 	case EndpointSlot6:
 		return "ip6 daddr . meta l4proto . th dport . numgen random mod 1"
+	}
+	return k.typeofProto(0)
+}
+
+// typeofProto is Typeof for data types whose port belongs to protocol
+// proto: `tcp dport` rather than `th dport` (0: any protocol).
+func (k KeyType) typeofProto(proto uint8) string {
+	port := "th dport"
+	if proto != 0 {
+		port = protoName(proto) + " dport"
+	}
+	switch k {
 	case AddrPort4:
-		return "ip daddr . th dport"
+		return "ip daddr . " + port
 	case AddrPort6:
-		return "ip6 daddr . th dport"
+		return "ip6 daddr . " + port
 	}
 	return ""
 }

@@ -62,8 +62,8 @@ func renderSet(b *strings.Builder, s *Set) {
 		kind, decl = "map", decl+" : verdict"
 	case s.Data != 0:
 		data := s.Data.String()
-		if s.Type.Typeof() != "" && s.Data.Typeof() != "" {
-			data = s.Data.Typeof()
+		if typeof := s.DataTypeof(); typeof != "" {
+			data = typeof
 		}
 		kind, decl = "map", decl+" : "+data
 	}

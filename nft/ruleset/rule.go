@@ -158,14 +158,25 @@ func (m DPort) compile(c *compiler) {
 
 // DestPortIn matches destination address, protocol and port together against an
 // address-protocol-port set: how ports given by name, resolved per pod, match.
+// With Proto, only packets of that protocol match (nft lists the port as
+// `tcp dport` then).
 type DestPortIn struct {
-	V6  bool
-	Set string
+	V6    bool
+	Proto uint8
+	Set   string
 }
 
 func (m DestPortIn) text() string {
 	p, _, _, _ := addrField(m.V6, false)
-	return p + " daddr . meta l4proto . th dport @" + m.Set
+	return p + " daddr . meta l4proto . " + portField(m.Proto) + " @" + m.Set
+}
+
+// portField is how nft names a destination port of protocol proto (0: any).
+func portField(proto uint8) string {
+	if proto == 0 {
+		return "th dport"
+	}
+	return protoName(proto) + " dport"
 }
 
 func (m DestPortIn) compile(c *compiler) {
@@ -174,6 +185,9 @@ func (m DestPortIn) compile(c *compiler) {
 	// register for IPv4, four for IPv6), the protocol and port the next ones.
 	next, _ := addrPortRegs(m.V6)
 	c.family(m.V6)
+	if m.Proto != 0 {
+		L4Proto{m.Proto}.compile(c) // where nft puts `tcp dport`'s dependency
+	}
 	c.add(&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: n},
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: next},
 		&expr.Payload{DestRegister: next + 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},

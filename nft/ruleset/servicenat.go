@@ -76,15 +76,18 @@ func addrPortRegs(v6 bool) (next uint32, family uint32) {
 // DNATSlot translates to the endpoint in slot `numgen random mod Slots` of
 // the service address, protocol and port in an endpoint-slot map:
 // `dnat ip to ip daddr . meta l4proto . th dport . numgen random mod N map @m`.
+// Proto is the protocol an earlier match of the rule required (nft then
+// names the port `tcp dport`), 0 for none.
 type DNATSlot struct {
 	V6    bool
+	Proto uint8
 	Slots uint32
 	Map   string
 }
 
 func (v DNATSlot) text() string {
 	p, _, _, _ := addrField(v.V6, false)
-	return fmt.Sprintf("dnat %s to %s daddr . meta l4proto . th dport . numgen random mod %d map @%s", p, p, v.Slots, v.Map)
+	return fmt.Sprintf("dnat %s to %s daddr . meta l4proto . %s . numgen random mod %d map @%s", p, p, portField(v.Proto), v.Slots, v.Map)
 }
 
 func (v DNATSlot) compile(c *compiler) {

@@ -10,6 +10,13 @@ type Set struct {
 	Interval bool
 	Verdict  bool    // a map from the key to a verdict (jump) instead of a set
 	Data     KeyType // a map from the key to data of this type (AddrPort4, …)
+	// DataProto, for data of an address and a port, names the transport
+	// protocol whose port it is. Maps read by `dnat … map` rules are one per
+	// protocol: nft 1.0.6 cannot check such a rule against a map it reads
+	// from the kernel whose data is typeof `th dport` ("conflicting
+	// protocols specified: ip vs. th"), so an operator could not reload the
+	// node's listing.
+	DataProto uint8
 	// Dynamic sets are filled by the packet path (`update @set`); planners
 	// add no elements, and the applier neither diffs nor repairs them, only
 	// flushes them on request (Table.FlushSet). Size bounds them; Timeout is
@@ -26,8 +33,17 @@ type Set struct {
 // elements.
 func (s *Set) SameDef(o *Set) bool {
 	return s.Name == o.Name && s.Comment == o.Comment && s.Type == o.Type &&
-		s.Interval == o.Interval && s.Verdict == o.Verdict && s.Data == o.Data &&
+		s.Interval == o.Interval && s.Verdict == o.Verdict && s.Data == o.Data && s.DataProto == o.DataProto &&
 		s.Dynamic == o.Dynamic && s.Size == o.Size && s.Timeout == o.Timeout
+}
+
+// DataTypeof is how nft declares the map's data when the key is declared
+// with typeof: "" when it names no expressions.
+func (s *Set) DataTypeof() string {
+	if s.Type.Typeof() == "" {
+		return ""
+	}
+	return s.Data.typeofProto(s.DataProto)
 }
 
 // IsMap reports whether the set maps its keys to something.

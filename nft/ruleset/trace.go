@@ -144,7 +144,7 @@ func (t *Table) match(m Match, pkt Packet) (bool, error) {
 		in, err := t.hasAddr(m.Set, a)
 		return in != m.Not, err
 	case DestPortIn:
-		if pkt.Dst.Is6() != m.V6 {
+		if pkt.Dst.Is6() != m.V6 || (m.Proto != 0 && pkt.Proto != m.Proto) {
 			return false, nil
 		}
 		s := t.Sets[m.Set]

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/nfrouter/nfrouter/model"
 	"github.com/nfrouter/nfrouter/nft/ruleset"
 )
 
@@ -42,8 +43,7 @@ func (p *Planner) putChains() {
 		out = append(out, ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: LocalExternalSet(v6)},
 			ruleset.MarkSet{Bits: ruleset.MasqueradeMark}}})
 		for _, n := range p.classNumbers(p.internalClasses[famIndex(v6)]) {
-			internal = append(internal, ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: InternalClassSet(n, v6)}},
-				Verdict: ruleset.DNATSlot{V6: v6, Slots: uint32(n), Map: InternalEndpointsMap(v6)}})
+			internal = append(internal, dnatSlotRules(InternalClassSet(n, v6), n, v6, InternalEndpointsMap)...)
 		}
 	}
 	p.t.PutChain(&ruleset.Chain{Name: ChainInternal, Comment: "in-cluster clients of external addresses of traffic policy Local: any endpoint", Rules: internal})
@@ -86,8 +86,7 @@ func (p *Planner) putChains() {
 			continue
 		}
 		for _, n := range p.classNumbers(p.classes[famIndex(v6)]) {
-			dispatch = append(dispatch, ruleset.Rule{Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Set: ClassSet(n, v6)}},
-				Verdict: ruleset.DNATSlot{V6: v6, Slots: uint32(n), Map: EndpointsMap(v6)}})
+			dispatch = append(dispatch, dnatSlotRules(ClassSet(n, v6), n, v6, EndpointsMap)...)
 		}
 	}
 	p.t.PutChain(&ruleset.Chain{Name: ChainDispatch, Comment: "service addresses: masquerade mark, then DNAT to an endpoint", Rules: dispatch})
@@ -168,4 +167,16 @@ func compareAffinityKey(a, b affinityKey) int {
 		return -1
 	}
 	return cmp.Compare(a.timeout, b.timeout)
+}
+
+// dnatSlotRules translates the addresses of class set class (n endpoints
+// each) through the endpoint map of their protocol: one rule per protocol.
+func dnatSlotRules(class string, n int, v6 bool, endpointsMap func(model.Protocol, bool) string) []ruleset.Rule {
+	rules := make([]ruleset.Rule, 0, len(Protocols))
+	for _, proto := range Protocols {
+		rules = append(rules, ruleset.Rule{
+			Matches: []ruleset.Match{ruleset.DestPortIn{V6: v6, Proto: uint8(proto), Set: class}},
+			Verdict: ruleset.DNATSlot{V6: v6, Proto: uint8(proto), Slots: uint32(n), Map: endpointsMap(proto, v6)}})
+	}
+	return rules
 }

@@ -20,20 +20,24 @@
 //	services-internal  in-cluster clients of external addresses of traffic
 //	               policy Local go to any endpoint (kube-proxy's short-circuit),
 //	               for n in 1..16 and every larger count in use:
-//	               ip daddr . meta l4proto . th dport @services-internal-with-<n>-endpoints-v4
-//	                 dnat ip to ip daddr . meta l4proto . th dport . numgen random mod <n> map @service-internal-endpoints-v4
+//	               and every protocol <p> (tcp, udp, sctp):
+//	               ip daddr . meta l4proto . <p> dport @services-internal-with-<n>-endpoints-v4
+//	                 dnat ip to ip daddr . meta l4proto . <p> dport . numgen random mod <n> map @service-internal-endpoints-<p>-v4
 //	services     ip daddr . meta l4proto . th dport @service-ips-v4
 //	               ip saddr != @service-cluster-cidrs-v4 meta mark set meta mark | 0x4000
 //	             ip daddr . meta l4proto . th dport @service-external-ips-v4
 //	               meta mark set meta mark | 0x4000
 //	             jump services-sticky
-//	             for n in 1..16 and every larger count in use:
-//	               ip daddr . meta l4proto . th dport @services-with-<n>-endpoints-v4
-//	                 dnat ip to ip daddr . meta l4proto . th dport . numgen random mod <n> map @service-endpoints-v4
+//	             for n in 1..16 and every larger count in use, and every protocol <p>:
+//	               ip daddr . meta l4proto . <p> dport @services-with-<n>-endpoints-v4
+//	                 dnat ip to ip daddr . meta l4proto . <p> dport . numgen random mod <n> map @service-endpoints-<p>-v4
 //	             (and the same for IPv6 with ip6 and -v6)
-//	service-endpoints-v4  map, typeof ip daddr . meta l4proto . th dport . numgen random mod 1
-//	                      : ip daddr . th dport — slot i of each service address to its
-//	                      i-th endpoint (endpoints sorted by address and port)
+//	service-endpoints-<p>-v4  map, typeof ip daddr . meta l4proto . th dport . numgen random mod 1
+//	                      : ip daddr . <p> dport — slot i of each service address to its
+//	                      i-th endpoint (endpoints sorted by address and port); one per
+//	                      protocol, since nft 1.0.6 cannot check a dnat rule against a
+//	                      map from the kernel whose data is typeof th dport, and an
+//	                      operator must be able to reload the listing
 //	services-without-endpoints-v4  rejected by services-filter-{input,forward,output}
 //	                      (filter, priority filter - 10) with an ICMP port-unreachable
 //	services-without-local-endpoints-v4  policy Local addresses whose endpoints are

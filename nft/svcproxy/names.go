@@ -38,9 +38,15 @@ func fam(v6 bool) string {
 	return "v4"
 }
 
+// Protocols are the transport protocols of service ports. Endpoint maps
+// are one per protocol (see ruleset.Set.DataProto).
+var Protocols = []model.Protocol{model.TCP, model.UDP, model.SCTP}
+
 // EndpointsMap names the map from service address . protocol . port . slot
-// to endpoint address . port.
-func EndpointsMap(v6 bool) string { return "service-endpoints-" + fam(v6) }
+// to endpoint address . port, of protocol proto.
+func EndpointsMap(proto model.Protocol, v6 bool) string {
+	return "service-endpoints-" + proto.String() + "-" + fam(v6)
+}
 
 // ClassSet names the set of service addresses . protocol . port with n
 // endpoints.
@@ -54,8 +60,10 @@ func InternalClassSet(n int, v6 bool) string {
 
 // InternalEndpointsMap names the map from an external address of traffic
 // policy Local . protocol . port . slot to the endpoint of in-cluster
-// clients.
-func InternalEndpointsMap(v6 bool) string { return "service-internal-endpoints-" + fam(v6) }
+// clients, of protocol proto.
+func InternalEndpointsMap(proto model.Protocol, v6 bool) string {
+	return "service-internal-endpoints-" + proto.String() + "-" + fam(v6)
+}
 
 // LocalExternalSet names the set of external service addresses . protocol .
 // port of traffic policy Local: the node's own connections to them are

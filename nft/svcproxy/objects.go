@@ -86,7 +86,7 @@ func elements(vk vipKey, pv programmedVIP) []setElem {
 	if n := len(plan.Internal); n > 0 {
 		out = append(out, setElem{InternalClassSet(n, v6), key})
 		for i, e := range plan.Internal {
-			out = append(out, setElem{InternalEndpointsMap(v6), slotElement(key, i, e)})
+			out = append(out, setElem{InternalEndpointsMap(vk.Proto, v6), slotElement(key, i, e)})
 		}
 	}
 	if len(plan.Endpoints) == 0 {
@@ -100,7 +100,7 @@ func elements(vk vipKey, pv programmedVIP) []setElem {
 	}
 	out = append(out, setElem{ClassSet(len(plan.Endpoints), v6), key})
 	for i, e := range plan.Endpoints {
-		out = append(out, setElem{EndpointsMap(v6), slotElement(key, i, e)})
+		out = append(out, setElem{EndpointsMap(vk.Proto, v6), slotElement(key, i, e)})
 		if e.Local {
 			out = append(out, setElem{HairpinSet(v6), ruleset.Element{Addr: e.Addr(), Peer: e.Addr()}})
 		}
@@ -201,7 +201,7 @@ func (p *Planner) useInternalClass(n int, v6 bool, d int) {
 
 func internalClassSet(n int, v6 bool) ruleset.Set {
 	return ruleset.Set{Name: InternalClassSet(n, v6), Type: ruleset.AddrProtoPortKey(v6),
-		Comment: fmt.Sprintf("policy Local address . protocol . port with %d in-cluster endpoints, in slots 0-%d of %s", n, n-1, InternalEndpointsMap(v6))}
+		Comment: fmt.Sprintf("policy Local address . protocol . port with %d in-cluster endpoints, in slots 0-%d of service-internal-endpoints-<protocol>-%s", n, n-1, fam(v6))}
 }
 
 // useAffinity counts a sticky address of one service port and family in or
@@ -242,7 +242,7 @@ func (p *Planner) useSources(sk sourcesKey, ranges []netip.Prefix, d int) {
 
 func classSet(n int, v6 bool) ruleset.Set {
 	return ruleset.Set{Name: ClassSet(n, v6), Type: ruleset.AddrProtoPortKey(v6),
-		Comment: fmt.Sprintf("service address . protocol . port with %d endpoints, in slots 0-%d of %s", n, n-1, EndpointsMap(v6))}
+		Comment: fmt.Sprintf("service address . protocol . port with %d endpoints, in slots 0-%d of service-endpoints-<protocol>-%s", n, n-1, fam(v6))}
 }
 
 func familySets(v6 bool) []ruleset.Set {
@@ -250,10 +250,15 @@ func familySets(v6 bool) []ruleset.Set {
 	if v6 {
 		addr, pair, slot, target = ruleset.Addr6, ruleset.AddrPair6, ruleset.EndpointSlot6, ruleset.AddrPort6
 	}
-	return []ruleset.Set{
-		{Name: EndpointsMap(v6), Type: slot, Data: target, Comment: "service address . protocol . port . slot to endpoint address . port"},
-		{Name: InternalEndpointsMap(v6), Type: slot, Data: target,
-			Comment: "policy Local address . protocol . port . slot to in-cluster endpoint"},
+	var sets []ruleset.Set
+	for _, proto := range Protocols {
+		sets = append(sets,
+			ruleset.Set{Name: EndpointsMap(proto, v6), Type: slot, Data: target, DataProto: uint8(proto),
+				Comment: proto.String() + " service address . protocol . port . slot to endpoint address . port"},
+			ruleset.Set{Name: InternalEndpointsMap(proto, v6), Type: slot, Data: target, DataProto: uint8(proto),
+				Comment: "policy Local " + proto.String() + " address . protocol . port . slot to in-cluster endpoint"})
+	}
+	return append(sets, []ruleset.Set{
 		{Name: LocalExternalSet(v6), Type: ruleset.AddrProtoPortKey(v6), Comment: "external service address . protocol . port of traffic policy Local: the node's own connections are masqueraded"},
 		{Name: NoEndpointsSet(v6), Type: ruleset.AddrProtoPortKey(v6), Comment: "service address . protocol . port without endpoints: rejected"},
 		{Name: NoLocalEndpointsSet(v6), Type: ruleset.AddrProtoPortKey(v6), Comment: "policy Local address . protocol . port with endpoints on other nodes only: dropped"},
@@ -262,7 +267,7 @@ func familySets(v6 bool) []ruleset.Set {
 		{Name: ClusterCIDRsSet(v6), Type: addr, Interval: true, Comment: "the cluster's pod CIDRs"},
 		{Name: HairpinSet(v6), Type: pair, Comment: "local endpoint . itself: a pod reaching itself through a service"},
 		{Name: ClusterIPsSet(v6), Type: addr, Comment: "cluster IPs: ports no service has are rejected"},
-	}
+	}...)
 }
 
 // putAffinitySets makes the dynamic map and the endpoint set of one

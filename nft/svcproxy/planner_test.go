@@ -192,8 +192,8 @@ func TestEndpointChangeEditsElementsOnly(t *testing.T) {
 		if len(sets) == 0 {
 			t.Error("nothing changed")
 		}
-		if got := strings.Join(sets, " "); !strings.Contains(got, EndpointsMap(false)) {
-			t.Errorf("changed sets %s, want %s among them", got, EndpointsMap(false))
+		if got := strings.Join(sets, " "); !strings.Contains(got, EndpointsMap(model.TCP, false)) {
+			t.Errorf("changed sets %s, want %s among them", got, EndpointsMap(model.TCP, false))
 		}
 	}
 }
