@@ -11,6 +11,7 @@ import (
 	"github.com/google/nftables"
 
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
+	"github.com/nfrouter/nfrouter/nft/svcproxy"
 )
 
 // TestOnceProgramsServicesWithNFTables is the command form of issue 6 in
@@ -30,19 +31,21 @@ func TestOnceProgramsServicesWithNFTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.CloseLasting()
-	set, err := conn.GetSetByName(&nftables.Table{Family: nftables.TableFamilyINet, Name: "nfrouter"}, "service-endpoints-v4")
-	if err != nil {
-		t.Fatalf("endpoint map after --once: %v", err)
-	}
-	els, err := conn.GetSetElements(set)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Key: address, protocol and port (each in 32-bit words), slot.
 	var got []string
-	for _, e := range els {
-		a, _ := netip.AddrFromSlice(e.Key[:4])
-		got = append(got, netip.AddrPortFrom(a, binary.BigEndian.Uint16(e.Key[8:10])).String())
+	for _, proto := range svcproxy.Protocols {
+		set, err := conn.GetSetByName(&nftables.Table{Family: nftables.TableFamilyINet, Name: "nfrouter"}, svcproxy.EndpointsMap(proto, false))
+		if err != nil {
+			t.Fatalf("endpoint map after --once: %v", err)
+		}
+		els, err := conn.GetSetElements(set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range els {
+			a, _ := netip.AddrFromSlice(e.Key[:4])
+			got = append(got, netip.AddrPortFrom(a, binary.BigEndian.Uint16(e.Key[8:10])).String())
+		}
 	}
 	slices.Sort(got)
 	got = slices.Compact(got)
