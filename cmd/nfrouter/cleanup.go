@@ -8,8 +8,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/spf13/pflag"
-
 	"github.com/nfrouter/nfrouter/bgp"
 	"github.com/nfrouter/nfrouter/ipvs"
 	"github.com/nfrouter/nfrouter/nft"
@@ -29,21 +27,13 @@ type cleanupOptions struct {
 
 func parseCleanupOptions(args []string) (*cleanupOptions, error) {
 	co := &cleanupOptions{}
-	fs := pflag.NewFlagSet("nfrouter cleanup", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.SortFlags = false
+	fs := newCommandFlags("cleanup")
 	fs.BoolVar(&co.kubeRouterLeftovers, "kube-router-leftovers", false, "Also remove what kube-router leaves behind: its ipsets, nftables tables, iptables-nft chains (and the rules that jump to them or match its ipsets), routes and ipip tunnels.")
 	fs.BoolVar(&co.keepNFRouter, "keep-nfrouter", false, "Leave nfrouter's own objects (with --kube-router-leftovers, while nfrouter runs on the node).")
 	fs.StringVar(&co.nodePortRange, "service-node-port-range", "30000-32767", "The cluster's NodePort range: IPVS services on the node's addresses in it are nfrouter's.")
 	fs.StringVar(&co.cniConfFile, "cni-conf-file", "", "The CNI configuration file nfrouter wrote, to remove; none by default.")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil, &helpRequested{usage: "Usage of nfrouter cleanup (removes, in this network namespace, what nfrouter programmed; prints what it removed):\n" + fs.FlagUsages()}
-		}
+	if err := parseCommandFlags(fs, "Usage of nfrouter cleanup (removes, in this network namespace, what nfrouter programmed; prints what it removed):\n", args); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	var err error
 	if co.nodePortMin, co.nodePortMax, err = parsePortRange(co.nodePortRange); err != nil {

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/nfrouter/nfrouter/model"
 	"github.com/nfrouter/nfrouter/nft/netpol"
 	"github.com/nfrouter/nfrouter/nft/nflog"
@@ -23,13 +21,12 @@ import (
 
 // denialsOptions are the flags of `nfrouter denials`.
 type denialsOptions struct {
-	source    sourceOptions
-	group     uint16
-	count     int
-	timeout   time.Duration
-	output    string
-	logFormat string
-	verbosity int
+	source  sourceOptions
+	group   uint16
+	count   int
+	timeout time.Duration
+	output  string
+	log     toolLog
 }
 
 const denialsUsage = `Usage: nfrouter denials [flags]
@@ -46,24 +43,15 @@ the group to itself (no ulogd on it).
 
 func parseDenialsOptions(args []string) (*denialsOptions, error) {
 	o := &denialsOptions{}
-	fs := pflag.NewFlagSet("nfrouter denials", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.SortFlags = false
+	fs := newCommandFlags("denials")
 	fs.IntVar(&o.count, "count", 0, "Exit after this many packets; 0: run until interrupted.")
 	fs.DurationVar(&o.timeout, "timeout", 0, "Exit after this long; 0: run until interrupted.")
 	fs.StringVarP(&o.output, "output", "o", "table", "Output format: table, or json (one object per line).")
 	fs.Uint16Var(&o.group, "nflog-group", netpol.NFLogGroup, "NFLOG group to read.")
 	o.source.addFlags(fs)
-	fs.StringVar(&o.logFormat, "log-format", "", "Log format, text or json; text on a terminal, json otherwise.")
-	fs.IntVarP(&o.verbosity, "v", "v", 0, "Log verbosity: 0 logs warnings and errors, 1 adds what was loaded, 2 and more per-object detail.")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil, &helpRequested{usage: denialsUsage + fs.FlagUsages()}
-		}
+	o.log.addFlags(fs)
+	if err := parseCommandFlags(fs, denialsUsage, args); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	var errs []string
 	if o.count < 0 {
@@ -73,7 +61,7 @@ func parseDenialsOptions(args []string) (*denialsOptions, error) {
 		errs = append(errs, fmt.Sprintf("--timeout must not be negative, not %s", o.timeout))
 	}
 	errs = append(errs, checkOutput(o.output)...)
-	errs = append(errs, checkLogFormat(o.logFormat)...)
+	errs = append(errs, checkLogFormat(o.log.format)...)
 	errs = append(errs, o.source.validate()...)
 	if len(errs) > 0 {
 		return nil, errors.New(strings.Join(errs, "; "))
@@ -92,7 +80,7 @@ func runDenials(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "nfrouter denials: %v (see --help)\n", err)
 		return exitUsage
 	}
-	log := newLogger(stderr, o.logFormat, o.verbosity-1)
+	log := o.log.logger(stderr)
 	if err := watchDenials(ctx, o, stdout, log, nil); err != nil {
 		log.Error("nfrouter denials failed", "error", err)
 		return exitFailure

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/spf13/pflag"
-
 	"github.com/nfrouter/nfrouter/model"
 )
 
@@ -23,8 +21,7 @@ type explainOptions struct {
 	family      int
 	defaultDeny bool
 	output      string
-	logFormat   string
-	verbosity   int
+	log         toolLog
 }
 
 const explainUsage = `Usage: nfrouter explain --from POD|IP --to POD|IP --port PORT[/PROTOCOL] [flags]
@@ -41,9 +38,7 @@ that is no pod's is a node's address or outside the cluster.
 
 func parseExplainOptions(args []string) (*explainOptions, error) {
 	o := &explainOptions{}
-	fs := pflag.NewFlagSet("nfrouter explain", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.SortFlags = false
+	fs := newCommandFlags("explain")
 	fs.StringVar(&o.from, "from", "", "Source: a pod as namespace/name, or an IP address.")
 	fs.StringVar(&o.to, "to", "", "Destination: a pod as namespace/name, or an IP address.")
 	fs.StringVar(&o.port, "port", "", "Destination port and protocol, as 80/TCP, 53/UDP or 9000/SCTP (TCP when left out).")
@@ -51,16 +46,9 @@ func parseExplainOptions(args []string) (*explainOptions, error) {
 	fs.BoolVar(&o.defaultDeny, "netpol-default-deny", false, "Judge as agents running with --netpol-default-deny do.")
 	fs.StringVarP(&o.output, "output", "o", "table", "Output format: table or json.")
 	o.source.addFlags(fs)
-	fs.StringVar(&o.logFormat, "log-format", "", "Log format, text or json; text on a terminal, json otherwise.")
-	fs.IntVarP(&o.verbosity, "v", "v", 0, "Log verbosity: 0 logs warnings and errors, 1 adds what was loaded, 2 and more per-object detail.")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil, &helpRequested{usage: explainUsage + fs.FlagUsages()}
-		}
+	o.log.addFlags(fs)
+	if err := parseCommandFlags(fs, explainUsage, args); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	var errs []string
 	if o.from == "" || o.to == "" || o.port == "" {
@@ -70,7 +58,7 @@ func parseExplainOptions(args []string) (*explainOptions, error) {
 		errs = append(errs, fmt.Sprintf("--family must be 4 or 6, not %d", o.family))
 	}
 	errs = append(errs, checkOutput(o.output)...)
-	errs = append(errs, checkLogFormat(o.logFormat)...)
+	errs = append(errs, checkLogFormat(o.log.format)...)
 	errs = append(errs, o.source.validate()...)
 	if len(errs) > 0 {
 		return nil, errors.New(strings.Join(errs, "; "))
@@ -129,7 +117,7 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitUsage
 	}
 	q.from, q.to, q.family, q.defaultDeny = o.from, o.to, o.family, o.defaultDeny
-	log := newLogger(stderr, o.logFormat, o.verbosity-1) // a tool's output is on stdout: log less than the agent
+	log := o.log.logger(stderr)
 	st, err := loadModel(ctx, o.source, log)
 	if err == nil {
 		var x *explanation

@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // command is one of nfrouter's commands besides the agent: it parses its own
@@ -38,3 +42,42 @@ func commandUsage() string {
 	}
 	return b.String()
 }
+
+// newCommandFlags is the flag set of command name: errors go to the caller,
+// flags are listed in the order they are defined.
+func newCommandFlags(name string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("nfrouter "+name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	return fs
+}
+
+// parseCommandFlags parses a command's args into fs: --help becomes a
+// helpRequested with usage and the flags, a stray argument an error.
+func parseCommandFlags(fs *pflag.FlagSet, usage string, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return &helpRequested{usage: usage + fs.FlagUsages()}
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+// toolLog is the log flags of the commands whose output is on stdout.
+type toolLog struct {
+	format    string
+	verbosity int
+}
+
+func (l *toolLog) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&l.format, "log-format", "", "Log format, text or json; text on a terminal, json otherwise.")
+	fs.IntVarP(&l.verbosity, "v", "v", 0, "Log verbosity: 0 logs warnings and errors, 1 adds what was loaded, 2 and more per-object detail.")
+}
+
+// logger logs to w one level less than the agent: a tool's output is on
+// stdout.
+func (l toolLog) logger(w io.Writer) *slog.Logger { return newLogger(w, l.format, l.verbosity-1) }
