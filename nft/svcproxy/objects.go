@@ -157,44 +157,34 @@ func (p *Planner) useFamily(v6 bool, d int) {
 	}
 }
 
-// useClass counts an address with n endpoints in or out; classes beyond the
-// precreated ones exist while some address is in them.
+// useClass counts an address with n endpoints in or out.
 func (p *Planner) useClass(n int, v6 bool, d int) {
-	c := p.classes[famIndex(v6)]
-	c[n] += d
-	if c[n] == 0 {
-		delete(c, n)
-	}
-	if n <= PrecreatedClasses {
-		return
-	}
-	switch {
-	case d > 0 && c[n] == 1:
-		p.t.PutSet(classSet(n, v6))
-		p.rulesDirty = true
-	case d < 0 && c[n] == 0:
-		p.t.DeleteSet(ClassSet(n, v6))
-		p.rulesDirty = true
-	}
+	p.countClass(p.classes[famIndex(v6)], n, d, func() ruleset.Set { return classSet(n, v6) })
 }
 
 // useInternalClass is useClass for the in-cluster view of external
 // addresses of traffic policy Local.
 func (p *Planner) useInternalClass(n int, v6 bool, d int) {
-	c := p.internalClasses[famIndex(v6)]
-	c[n] += d
-	if c[n] == 0 {
-		delete(c, n)
+	p.countClass(p.internalClasses[famIndex(v6)], n, d, func() ruleset.Set { return internalClassSet(n, v6) })
+}
+
+// countClass counts an address with n endpoints in or out of classes;
+// classes beyond the precreated ones exist (as set) while some address is
+// in them.
+func (p *Planner) countClass(classes map[int]int, n, d int, set func() ruleset.Set) {
+	classes[n] += d
+	if classes[n] == 0 {
+		delete(classes, n)
 	}
 	if n <= PrecreatedClasses {
 		return
 	}
 	switch {
-	case d > 0 && c[n] == 1:
-		p.t.PutSet(internalClassSet(n, v6))
+	case d > 0 && classes[n] == 1:
+		p.t.PutSet(set())
 		p.rulesDirty = true
-	case d < 0 && c[n] == 0:
-		p.t.DeleteSet(InternalClassSet(n, v6))
+	case d < 0 && classes[n] == 0:
+		p.t.DeleteSet(set().Name)
 		p.rulesDirty = true
 	}
 }
