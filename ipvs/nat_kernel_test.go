@@ -26,16 +26,8 @@ import (
 //	         veth-a 10.1.0.1/24  <->  backend ns: eth0 10.1.0.2/24, server on :8080
 //	         veth-c 10.2.0.1/24  <->  client ns:  eth0 10.2.0.2/24
 func TestKernelNATThroughClusterIP(t *testing.T) {
-	kp := newKernelProxy(t, time.Minute)
+	kp, client := newNATBed(t)
 	ctx := context.Background()
-	// The backend's replies to the client pod are forwarded (and un-NATed
-	// by IPVS on the way).
-	mustNoErr(t, kerneltest.Do(kp.ns, func() error {
-		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644)
-	}), "enable forwarding")
-	backend := backendNS(t, kp.ns, "veth-a", "10.1.0.1", "10.1.0.2")
-	client := backendNS(t, kp.ns, "veth-c", "10.2.0.1", "10.2.0.2")
-	serveSourceIn(t, backend, "10.1.0.2:8080")
 
 	web := svc("default", "web", 80, clusterIPs("10.96.0.10"))
 	st := newState(testNode, []*model.ServicePort{web}, map[model.ServicePortKey]model.Endpoints{
@@ -111,14 +103,8 @@ func serveSourceIn(t testing.TB, ns netns.NsHandle, addr string) {
 //	         veth-a 10.1.0.1/24  <->  backend ns: eth0 10.1.0.2/24, server on :8080
 //	         veth-c 10.2.0.1/24  <->  client ns:  eth0 10.2.0.2/24 (a pod)
 func TestKernelNATExternalAddresses(t *testing.T) {
-	kp := newKernelProxy(t, time.Minute)
+	kp, client := newNATBed(t)
 	ctx := context.Background()
-	mustNoErr(t, kerneltest.Do(kp.ns, func() error {
-		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644)
-	}), "enable forwarding")
-	backend := backendNS(t, kp.ns, "veth-a", "10.1.0.1", "10.1.0.2")
-	client := backendNS(t, kp.ns, "veth-c", "10.2.0.1", "10.2.0.2")
-	serveSourceIn(t, backend, "10.1.0.2:8080")
 
 	open := svc("default", "open", 80, clusterIPs("10.96.0.10"), func(sp *model.ServicePort) {
 		sp.LoadBalancerIPs = addrs("192.0.2.10")
@@ -165,4 +151,20 @@ func TestKernelNATExternalAddresses(t *testing.T) {
 	if got != "10.2.0.2" {
 		t.Errorf("pod to a cluster IP: the backend saw %s, want the pod's own 10.2.0.2", got)
 	}
+}
+
+// newNATBed is the layout of the NAT tests: an IPVS proxy's node that
+// forwards (the backend's replies to the client pod are un-NATed by IPVS on
+// the way), a backend on 10.1.0.2:8080 that answers with the source address
+// it sees, and a client pod.
+func newNATBed(t *testing.T) (kp *kernelProxy, client netns.NsHandle) {
+	t.Helper()
+	kp = newKernelProxy(t, time.Minute)
+	mustNoErr(t, kerneltest.Do(kp.ns, func() error {
+		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644)
+	}), "enable forwarding")
+	backend := backendNS(t, kp.ns, "veth-a", "10.1.0.1", "10.1.0.2")
+	client = backendNS(t, kp.ns, "veth-c", "10.2.0.1", "10.2.0.2")
+	serveSourceIn(t, backend, "10.1.0.2:8080")
+	return kp, client
 }
