@@ -163,3 +163,38 @@ func (g *cgroupParent) remove() error {
 	}
 	return errors.Join(errs...)
 }
+
+// cgroupPrefix names each cluster's cgroup parent, followed by its pid.
+const cgroupPrefix = "nfrouter-node-"
+
+// removeStaleCgroups removes the cgroups of earlier clusters whose process
+// is gone (killed, or a test that timed out: Go then skips every cleanup),
+// killing what still runs in them — the containers and shims those
+// clusters started; their kubelets and containerds died with them
+// (Pdeathsig).
+func removeStaleCgroups() error {
+	mounts, err := cgroupMounts()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for _, m := range mounts {
+		dirs, _ := filepath.Glob(filepath.Join(m, cgroupPrefix+"*"))
+		for _, d := range dirs {
+			name := filepath.Base(d)
+			pid, err := strconv.Atoi(strings.TrimPrefix(name, cgroupPrefix))
+			if err != nil || seen[name] || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+				continue
+			}
+			seen[name] = true
+			g := &cgroupParent{name: name, mounts: mounts}
+			if err := g.kill("", 30*time.Second); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			errs = append(errs, g.remove())
+		}
+	}
+	return errors.Join(errs...)
+}

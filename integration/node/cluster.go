@@ -9,9 +9,12 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -38,6 +41,8 @@ type Config struct {
 	// Progress receives one line per start-up step (nil: discarded).
 	Progress io.Writer
 	Log      *slog.Logger // nil: discard
+	// KeepDir leaves the work directory (logs, configs) for a look after Close.
+	KeepDir bool
 }
 
 // PauseRef is the sandbox image's name in every node's containerd.
@@ -62,6 +67,7 @@ type Cluster struct {
 	Nodes []*Node
 
 	closeOnce sync.Once
+	stopSig   func()
 }
 
 // Start makes the control plane and the nodes: kubelets registered, not
@@ -86,10 +92,23 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			c.Close()
 		}
 	}()
+	c.watchSignals()
+	if err := removeStaleCgroups(); err != nil {
+		return nil, fmt.Errorf("cluster: an earlier run's cgroups: %w", err)
+	}
+	removeStaleDirs(filepath.Join(os.TempDir(), "nfrouter-node-*"))
 	if c.dir, err = os.MkdirTemp("", "nfrouter-node-"); err != nil {
 		return nil, fmt.Errorf("cluster: work directory: %w", err)
 	}
-	c.cleanups.add("remove "+c.dir, func() error { return os.RemoveAll(c.dir) })
+	if err := os.WriteFile(filepath.Join(c.dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return nil, fmt.Errorf("cluster: work directory: %w", err)
+	}
+	c.cleanups.add("remove "+c.dir, func() error {
+		if cfg.KeepDir {
+			return nil
+		}
+		return os.RemoveAll(c.dir)
+	})
 	if c.spawn, err = newSpawner(); err != nil {
 		return nil, err
 	}
@@ -113,7 +132,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if c.client, err = kubernetes.NewForConfig(c.rest); err != nil {
 		return nil, fmt.Errorf("cluster: client: %w", err)
 	}
-	cgroups, err := newCgroupParent("nfrouter-node-" + strconv.Itoa(os.Getpid()))
+	cgroups, err := newCgroupParent(cgroupPrefix + strconv.Itoa(os.Getpid()))
 	if err != nil {
 		return nil, err
 	}
@@ -169,8 +188,29 @@ func (c *Cluster) Client() kubernetes.Interface { return c.client }
 // made. Safe to call more than once.
 func (c *Cluster) Close() error {
 	var err error
-	c.closeOnce.Do(func() { err = c.cleanups.run(c.log) })
+	c.closeOnce.Do(func() {
+		err = c.cleanups.run(c.log)
+		c.stopSig()
+	})
 	return err
+}
+
+// watchSignals closes the cluster on SIGINT or SIGTERM and exits: deferred
+// cleanups and t.Cleanup would not run when the signal kills the process.
+func (c *Cluster) watchSignals() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	c.stopSig = func() { signal.Stop(ch); close(done) }
+	go func() {
+		select {
+		case s := <-ch:
+			fmt.Fprintf(os.Stderr, "\n%v: stopping the nodes\n", s)
+			c.Close() // a caller closing meanwhile waits in closeOnce
+			os.Exit(130)
+		case <-done:
+		}
+	}()
 }
 
 // newControlPlaneNS makes the control plane's network namespace with the
@@ -258,4 +298,25 @@ func (c *cleanups) run(log *slog.Logger) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+const ownerFile = "owner.pid"
+
+// removeStaleDirs deletes work directories of earlier clusters whose process
+// is gone (kept ones too: KeepDir keeps a directory until the next run).
+func removeStaleDirs(pattern string) {
+	dirs, _ := filepath.Glob(pattern)
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue // not (yet) ours to judge
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(d)
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/vishvananda/netns"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -44,7 +45,8 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := c.waitHTTP(ctx, etcd, http.DefaultClient, etcdClient+"/health", 30*time.Second); err != nil {
+	inNS := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: nsDialer(c.cpNS)}}
+	if err := c.waitHTTP(ctx, etcd, inNS, etcdClient+"/health", 30*time.Second); err != nil {
 		return fmt.Errorf("etcd: %w", err)
 	}
 	serving, err := c.pki.serving("apiserver", []net.IP{net.ParseIP(APIServerIP), net.IPv4(127, 0, 0, 1), net.ParseIP("10.96.0.1")},
@@ -157,12 +159,7 @@ func (c *Cluster) forwardAPI() error {
 			}
 			go func() {
 				defer conn.Close()
-				var up net.Conn
-				err := kerneltest.Do(c.cpNS, func() error {
-					var err error
-					up, err = net.DialTimeout("tcp", target, 5*time.Second)
-					return err
-				})
+				up, err := nsDialer(c.cpNS)(context.Background(), "tcp", target)
 				if err != nil {
 					c.log.Debug("API forwarder: dial", "error", err)
 					return
@@ -172,6 +169,20 @@ func (c *Cluster) forwardAPI() error {
 		}
 	}()
 	return nil
+}
+
+// nsDialer dials from inside network namespace ns.
+func nsDialer(ns netns.NsHandle) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var conn net.Conn
+		err := kerneltest.Do(ns, func() error {
+			var err error
+			d := net.Dialer{Timeout: 5 * time.Second}
+			conn, err = d.DialContext(ctx, network, addr)
+			return err
+		})
+		return conn, err
+	}
 }
 
 // splice copies both ways until both directions are done, then closes up.

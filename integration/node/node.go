@@ -215,7 +215,7 @@ func (n *Node) startHolder(ctx context.Context) error {
 // startInNode starts bin in the node: its network namespace, its mount
 // namespace, its system cgroup.
 func (n *Node) startInNode(name string, bin string, args ...string) (*Process, error) {
-	script := `for f in $1; do echo $$ > "$f"; done; shift; exec nsenter --mount=/proc/$1/ns/mnt -- "$@"`
+	script := `for f in $1; do echo $$ > "$f"; done; p=$2; shift 2; exec nsenter --mount=/proc/$p/ns/mnt -- "$@"`
 	all := append([]string{"-c", script, "sh", strings.Join(n.cgroups.procsFiles(n.Name+"/system"), " "),
 		strconv.Itoa(n.holder.Pid()), bin}, args...)
 	p, err := n.cluster.spawn.start(n.Name+"-"+name, filepath.Join(n.Dir, name+".log"), n.NS, nil, "sh", all...)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -56,7 +57,8 @@ func startNodes(t *testing.T) (*Cluster, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Start(ctx, Config{Binaries: bins, Nodes: 2, PauseImage: pause, Progress: testWriter{t}, Log: log})
+	c, err := Start(ctx, Config{Binaries: bins, Nodes: 2, PauseImage: pause, Progress: testWriter{t}, Log: log,
+		KeepDir: os.Getenv("NFROUTER_NODE_KEEP") != ""})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +67,7 @@ func startNodes(t *testing.T) (*Cluster, string) {
 			if out, err := c.Kubectl(context.Background(), "get", "pods", "-A", "-o", "wide"); err == nil {
 				t.Logf("pods:\n%s", out)
 			}
-			t.Logf("logs were in %s (removed)", c.Dir())
+			t.Logf("logs are in %s (removed unless NFROUTER_NODE_KEEP is set)", c.Dir())
 		}
 		if err := c.Close(); err != nil {
 			t.Errorf("close: %v", err)
@@ -110,6 +112,9 @@ func TestNodes(t *testing.T) {
 		return nodesAndDaemonSetReady(ctx, client, "kube-system", "nfrouter", len(c.Nodes))
 	})
 	t.Logf("nodes and DaemonSet Ready %s after apply", time.Since(begin).Round(time.Second))
+	waitFor(t, "BGP routes to every other node's pod CIDR", time.Minute, func() (bool, string) {
+		return podRoutes(ctx, c)
+	})
 
 	ns := "nodes-test"
 	mustCreate(t, func() error {
@@ -244,16 +249,26 @@ func testNetworkPolicy(t *testing.T, c *Cluster, ns string, clients, strangers [
 			servers = append(servers, net.JoinHostPort(p.Status.PodIP, "8080"))
 		}
 	}
+	// Every source to every server at once: a refused probe costs its
+	// whole timeout.
 	reach := func(srcs []source, want bool) (bool, string) {
+		var mu sync.Mutex
+		var wrong []string
+		var wg sync.WaitGroup
 		for _, s := range srcs {
 			for _, dst := range servers {
-				_, err := httpGet(s.ns, dst, time.Second)
-				if (err == nil) != want {
-					return false, fmt.Sprintf("%s -> %s: err=%v, want reachable=%v", s.name, dst, err, want)
-				}
+				wg.Go(func() {
+					_, err := httpGet(s.ns, dst, time.Second)
+					if (err == nil) != want {
+						mu.Lock()
+						wrong = append(wrong, fmt.Sprintf("%s -> %s: err=%v, want reachable=%v", s.name, dst, err, want))
+						mu.Unlock()
+					}
+				})
 			}
 		}
-		return true, ""
+		wg.Wait()
+		return len(wrong) == 0, strings.Join(wrong, "; ")
 	}
 	waitFor(t, "strangers reach the server pods before the policy", 30*time.Second, func() (bool, string) { return reach(strangers, true) })
 	np := &networkingv1.NetworkPolicy{
@@ -392,6 +407,49 @@ func rolledOut(ctx context.Context, client kubernetes.Interface, ns, name string
 	if st.ObservedGeneration < d.Generation || st.UpdatedReplicas != want || st.Replicas != want || st.AvailableReplicas != want || st.ReadyReplicas != want {
 		return false, fmt.Sprintf("generation %d observed %d: replicas %d, updated %d, ready %d, available %d",
 			d.Generation, st.ObservedGeneration, st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas)
+	}
+	return true, ""
+}
+
+// podRoutes reports whether each node has a route to every other node's
+// pod CIDR via that node: nothing but nfrouter's BGP mesh adds them.
+func podRoutes(ctx context.Context, c *Cluster) (bool, string) {
+	list, err := c.Client().CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, err.Error()
+	}
+	cidrs := map[string]string{} // node IP -> pod CIDR
+	for _, n := range list.Items {
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				cidrs[a.Address] = n.Spec.PodCIDR
+			}
+		}
+	}
+	for _, n := range c.Nodes {
+		h, err := netlink.NewHandleAt(n.NS)
+		if err != nil {
+			return false, err.Error()
+		}
+		routes, err := h.RouteList(nil, netlink.FAMILY_V4)
+		h.Close()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, other := range c.Nodes {
+			if other == n {
+				continue
+			}
+			cidr := cidrs[other.IP.String()]
+			if cidr == "" {
+				return false, other.Name + " has no pod CIDR yet"
+			}
+			if !slices.ContainsFunc(routes, func(r netlink.Route) bool {
+				return r.Dst != nil && r.Dst.String() == cidr && r.Gw.String() == other.IP.String()
+			}) {
+				return false, fmt.Sprintf("%s: no route to %s via %s", n.Name, cidr, other.IP)
+			}
+		}
 	}
 	return true, ""
 }
