@@ -66,6 +66,8 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		"--tls-cert-file="+serving.Cert, "--tls-private-key-file="+serving.Key,
 		"--client-ca-file="+c.pki.CAFile,
 		"--kubelet-client-certificate="+kubeletClient.Cert, "--kubelet-client-key="+kubeletClient.Key,
+		// Node names resolve nowhere here; their InternalIPs are on br0.
+		"--kubelet-preferred-address-types=InternalIP",
 		"--service-cluster-ip-range="+ServiceCIDR,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+c.pki.SAPub,

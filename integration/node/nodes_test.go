@@ -229,6 +229,14 @@ func TestNodes(t *testing.T) {
 		t.Errorf("%d distinct pods answered through the rollouts; want more than the first 10", len(answered))
 	}
 
+	// The API server reaches kubelets (what kubectl exec and upstream's e2e
+	// suites need).
+	if out, err := c.Kubectl(ctx, "exec", "-n", ns, strings.Split(clients[0].name, "@")[0], "--", "/testserver", "-h"); err != nil {
+		t.Errorf("kubectl exec: %v", err)
+	} else if !strings.Contains(string(out), "-drain") {
+		t.Errorf("kubectl exec: unexpected output %q", out)
+	}
+
 	testNetworkPolicy(t, c, ns, clients, strangers)
 	checkNFRouter(t, c)
 }
@@ -319,14 +327,29 @@ func checkNFRouter(t *testing.T, c *Cluster) {
 		if ok == 0 || failed != 0 {
 			t.Errorf("%s: nfrouter_syncs_total ok=%v error=%v; want ok > 0 and no error", n.Name, ok, failed)
 		}
-		logs, _ := filepath.Glob(filepath.Join(n.Dir, "log", "pods", "kube-system_nfrouter-*", "nfrouter", "*.log"))
-		var text []byte
-		for _, l := range logs {
-			b, _ := os.ReadFile(l)
-			text = append(text, b...)
+	}
+	// The log through the API server and the kubelet (as kubectl logs).
+	pods, err := c.Client().CoreV1().Pods("kube-system").List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=nfrouter"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != len(c.Nodes) {
+		t.Errorf("%d nfrouter pods, want %d", len(pods.Items), len(c.Nodes))
+	}
+	for _, p := range pods.Items {
+		// A restart would also have reset the counters read above.
+		for _, st := range p.Status.ContainerStatuses {
+			if st.RestartCount != 0 {
+				t.Errorf("%s: %s restarted %d times", p.Spec.NodeName, p.Name, st.RestartCount)
+			}
 		}
-		if !strings.Contains(string(text), "Starting processes is forbidden by seccomp") {
-			t.Errorf("%s: nfrouter's log (%v) lacks the forbid-exec line", n.Name, logs)
+		log, err := c.Client().CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(t.Context())
+		if err != nil {
+			t.Errorf("%s: logs of %s: %v", p.Spec.NodeName, p.Name, err)
+			continue
+		}
+		if !strings.Contains(string(log), "Starting processes is forbidden by seccomp") {
+			t.Errorf("%s: %s's log lacks the forbid-exec line:\n%s", p.Spec.NodeName, p.Name, log)
 		}
 	}
 }
