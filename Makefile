@@ -109,7 +109,7 @@ test-cluster: build
 # platform only, no cross build), no kube-proxy and no other CNI; then a
 # Deployment rolled twice while its services are probed, a NetworkPolicy,
 # nfrouter's metrics. Also nfrouter in runc with exactly the DaemonSet's
-# privileges. The test takes about 90 s once the Kubernetes binaries are
+# privileges. The test takes 50-100 s once the Kubernetes binaries are
 # cached (built as for test-cluster). It needs root, containerd, runc and
 # the reference CNI plugins (make setup installs them).
 NODE_TIMEOUT   ?= 10m
