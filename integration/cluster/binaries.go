@@ -67,6 +67,12 @@ func EnsureBinaries(ctx context.Context, toolsDir, cacheDir string, progress io.
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return Binaries{}, fmt.Errorf("binaries: cache directory: %w", err)
 	}
+	// A finished build's directory never changes (it appears by rename), so
+	// when every tool is built there is nothing to wait for: the lock is
+	// held for as long as any build runs, of any tool.
+	if b, ok := cachedBinaries(toolsDir, cacheDir); ok {
+		return b, nil
+	}
 	lock, err := os.OpenFile(filepath.Join(cacheDir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return Binaries{}, fmt.Errorf("binaries: lock: %w", err)
@@ -85,8 +91,32 @@ func EnsureBinaries(ctx context.Context, toolsDir, cacheDir string, progress io.
 			paths[name] = filepath.Join(dir, name)
 		}
 	}
+	return binariesAt(paths), nil
+}
+
+// cachedBinaries returns the binaries when every tool's build is complete
+// in cacheDir.
+func cachedBinaries(toolsDir, cacheDir string) (Binaries, bool) {
+	paths := map[string]string{}
+	for _, t := range tools {
+		key, _, err := t.cacheKey(filepath.Join(toolsDir, t.dir))
+		if err != nil {
+			return Binaries{}, false
+		}
+		dir := filepath.Join(cacheDir, key)
+		if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil {
+			return Binaries{}, false
+		}
+		for name := range t.packages {
+			paths[name] = filepath.Join(dir, name)
+		}
+	}
+	return binariesAt(paths), true
+}
+
+func binariesAt(paths map[string]string) Binaries {
 	return Binaries{Etcd: paths["etcd"], APIServer: paths["kube-apiserver"], ControllerManager: paths["kube-controller-manager"],
-		Scheduler: paths["kube-scheduler"], Kubelet: paths["kubelet"], KubeProxy: paths["kube-proxy"], Kubectl: paths["kubectl"]}, nil
+		Scheduler: paths["kube-scheduler"], Kubelet: paths["kubelet"], KubeProxy: paths["kube-proxy"], Kubectl: paths["kubectl"]}
 }
 
 func (t tool) ensure(ctx context.Context, modDir, cacheDir string, progress io.Writer, log *slog.Logger) (string, error) {
