@@ -103,8 +103,16 @@ func (s *ServiceProxy) deleteStaleFlows(ctx context.Context) error {
 	s.planner.FlowTargets(func(a svcproxy.FlowAddr, eps []netip.AddrPort) {
 		flows[conntrack.ServiceAddr{Proto: a.Proto, Addr: a.Addr}] = eps
 	})
+	if len(flows) == 0 {
+		return nil
+	}
+	h, err := conntrack.Handle(s.cfg.NetNSFd)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
 	start := time.Now()
-	n, err := conntrack.DeleteStaleServiceFlows(s.cfg.NetNSFd, flows)
+	n, err := conntrack.DeleteStaleServiceFlows(h, flows)
 	s.stale.flowsDeleted.Add(float64(n))
 	if err != nil {
 		return err

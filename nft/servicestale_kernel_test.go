@@ -230,4 +230,3 @@ func removeKernelElement(t *testing.T, s *stickyBed, name string) {
 	}
 	t.Fatalf("no element of %s in %s", name, set.Name)
 }
-

@@ -36,18 +36,13 @@ func (s ServiceFlows) Stale(proto uint8, dst, replySrc netip.AddrPort) bool {
 	return !slices.Contains(eps, replySrc)
 }
 
-// DeleteStaleServiceFlows deletes, in network namespace nsFd (0: the
-// caller's), the conntrack entries of flows that flows says are stale, and
-// returns how many it deleted. It passes over the table once per family.
-func DeleteStaleServiceFlows(nsFd int, flows ServiceFlows) (int, error) {
+// DeleteStaleServiceFlows deletes, in the namespace of h, the conntrack
+// entries of flows that flows says are stale, and returns how many it
+// deleted. It passes over the table once per family.
+func DeleteStaleServiceFlows(h *netlink.Handle, flows ServiceFlows) (int, error) {
 	if len(flows) == 0 {
 		return 0, nil
 	}
-	h, err := Handle(nsFd)
-	if err != nil {
-		return 0, err
-	}
-	defer h.Close()
 	n, err := Delete(h, serviceFilter(flows))
 	if err != nil {
 		return n, fmt.Errorf("delete stale conntrack entries of service flows: %w", err)
