@@ -86,15 +86,20 @@ func TestKernelServiceUDPEndpointReplaced(t *testing.T) {
 		}
 	}
 
-	t.Run("a service that gets its first endpoint", func(t *testing.T) {
-		bed.setService(t, dns, nil)
-		u := dialUDP(t, bed.client, netip.AddrPortFrom(vip4, 53))
+	t.Run("an address that gets its first endpoint", func(t *testing.T) {
+		// Before the service exists its address is routed out (to the
+		// outside namespace, which answers port-unreachable): conntrack
+		// holds an untranslated flow, which DNAT never sees again.
+		vip := netip.MustParseAddr("10.96.0.40")
+		u := dialUDP(t, bed.client, netip.AddrPortFrom(vip, 53))
 		if name, err := u.ask(time.Second); err == nil {
-			t.Fatalf("a UDP service without endpoints answered (%s)", name)
+			t.Fatalf("an address no service has answered (%s)", name)
 		}
-		bed.setService(t, dns, bed.endpointsOf("b3"))
+		late := webPort("late", vip)
+		late.Key.Protocol, late.Port = model.UDP, 53
+		bed.setService(t, late, bed.endpointsOf("b3"))
 		if name, err := u.ask(netnstest.AllowedTimeout); err != nil || name != "b3" {
-			t.Errorf("after b3 came: %q, %v; want b3", name, err)
+			t.Errorf("after the service came with b3: %q, %v; want b3", name, err)
 		}
 	})
 }
