@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
@@ -186,5 +187,40 @@ func TestKernelAffinityDestinationRemoved(t *testing.T) {
 	bed.set(t, web, rest[0])
 	if got := stuck(20); got != rest[0] {
 		t.Errorf("after %s went (draining) the client reached %s, want %s", first, got, rest[0])
+	}
+}
+
+// TestKernelUDPServiceGetsFirstDestination: a UDP flow to an address that
+// had no service was routed out (conntrack holds it untranslated); once a
+// service with a destination has the address, the same flow reaches it.
+func TestKernelUDPServiceGetsFirstDestination(t *testing.T) {
+	bed := newStaleBed(t)
+	// The node's route for the service range leads to b3, which does not
+	// forward: a flow there is confirmed in conntrack and unanswered.
+	node := kerneltest.Handle(t, bed.kp.ns)
+	_, dst, _ := net.ParseCIDR("10.96.0.0/16")
+	mustNoErr(t, node.RouteAdd(&netlink.Route{Dst: dst, Gw: net.ParseIP(bed.backends["b3"])}), "route the service range out")
+	var c net.Conn
+	mustNoErr(t, kerneltest.Do(bed.client, func() (err error) {
+		c, err = net.Dial("udp4", "10.96.0.54:53")
+		return err
+	}), "dial")
+	t.Cleanup(func() { c.Close() })
+	ask := func(timeout time.Duration) (string, error) {
+		c.SetDeadline(time.Now().Add(timeout))
+		if _, err := c.Write([]byte("?")); err != nil {
+			return "", err
+		}
+		buf := make([]byte, 16)
+		n, err := c.Read(buf)
+		return string(buf[:n]), err
+	}
+	if got, err := ask(time.Second); err == nil {
+		t.Fatalf("an address without a service answered %q", got)
+	}
+	dns := svc("kube-system", "dns", 53, clusterIPs("10.96.0.54"), proto(model.UDP, "dns"))
+	bed.set(t, dns, "b1")
+	if got, err := ask(5 * time.Second); err != nil || got != "b1" {
+		t.Errorf("after the service came with b1 the same UDP flow got %q, %v; want b1", got, err)
 	}
 }
