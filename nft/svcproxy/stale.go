@@ -35,10 +35,12 @@ type FlowAddr struct {
 // TakeStale returns what the changes planned since the last call may have
 // left behind, and forgets it: the caller keeps it until it is cleared.
 func (p *Planner) TakeStale() Stale {
-	s := Stale{Flows: p.staleFlows, Gone: p.goneFlows,
-		AffinityMaps: slices.Sorted(maps.Keys(p.staleAffinity))}
+	s := Stale{Flows: p.staleFlows, Gone: p.goneFlows}
+	if len(p.staleAffinity) > 0 {
+		s.AffinityMaps = slices.Sorted(maps.Keys(p.staleAffinity))
+		clear(p.staleAffinity)
+	}
 	p.staleFlows, p.goneFlows = false, nil
-	clear(p.staleAffinity)
 	return s
 }
 
