@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/nftables"
+	"github.com/mdlayher/netlink"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nfrouter/nfrouter/nft/conntrack"
@@ -136,7 +137,14 @@ func (s *ServiceProxy) deleteStaleAffinity(ctx context.Context) error {
 	if len(names) == 0 {
 		return nil
 	}
-	var opts []nftables.ConnOption
+	// A map holds up to 65,535 clients: buffers for reading and deleting
+	// that many in one batch.
+	opts := []nftables.ConnOption{nftables.WithSockOptions(func(c *netlink.Conn) error {
+		if err := c.SetReadBuffer(8 << 20); err != nil {
+			return err
+		}
+		return c.SetWriteBuffer(8 << 20)
+	})}
 	if s.cfg.NetNSFd != 0 {
 		opts = append(opts, nftables.WithNetNSFd(s.cfg.NetNSFd))
 	}
@@ -152,36 +160,56 @@ func (s *ServiceProxy) deleteStaleAffinity(ctx context.Context) error {
 		if !ok {
 			continue // the map went with its last address
 		}
-		set, err := c.GetSetByName(tbl, name)
-		if err != nil {
-			return fmt.Errorf("affinity: read map %s: %w", name, err)
-		}
-		elems, err := c.GetSetElements(set)
-		if err != nil {
-			return fmt.Errorf("affinity: read map %s: %w", name, err)
-		}
-		var stale []nftables.SetElement
-		for _, e := range elems {
-			if ep, ok := netip.AddrFromSlice(e.Val); !ok || !slices.Contains(eps, ep) {
-				stale = append(stale, nftables.SetElement{Key: e.Key})
+		// An entry that times out between reading and deleting fails the
+		// batch (ENOENT): read again once before giving up until the next
+		// sync.
+		var err error
+		for range 2 {
+			var n int
+			if n, err = deleteStaleEntries(c, tbl, name, eps); err == nil {
+				deleted += n
+				break
 			}
 		}
-		if len(stale) == 0 {
-			continue
+		if err != nil {
+			s.stale.affinityDeleted.Add(float64(deleted))
+			return err
 		}
-		if err := c.SetDeleteElements(set, stale); err != nil {
-			return fmt.Errorf("affinity: delete from map %s: %w", name, err)
-		}
-		// An entry that timed out meanwhile is ENOENT: the whole batch
-		// fails, and the next pass reads again.
-		if err := c.Flush(); err != nil {
-			return fmt.Errorf("affinity: delete from map %s: %w", name, err)
-		}
-		deleted += len(stale)
 	}
 	s.stale.affinityDeleted.Add(float64(deleted))
 	if deleted > 0 {
 		s.log.InfoContext(ctx, "deleted affinity entries of endpoints that went", "deleted", deleted, "maps", len(names))
 	}
 	return nil
+}
+
+// deleteStaleEntries deletes the entries of affinity map name that remember
+// an endpoint other than eps.
+func deleteStaleEntries(c *nftables.Conn, tbl *nftables.Table, name string, eps []netip.Addr) (int, error) {
+	set, err := c.GetSetByName(tbl, name)
+	if err != nil {
+		return 0, fmt.Errorf("affinity: read map %s: %w", name, err)
+	}
+	elems, err := c.GetSetElements(set)
+	if err != nil {
+		return 0, fmt.Errorf("affinity: read map %s: %w", name, err)
+	}
+	var stale []nftables.SetElement
+	for _, e := range elems {
+		if ep, ok := netip.AddrFromSlice(e.Val); !ok || !slices.Contains(eps, ep) {
+			stale = append(stale, nftables.SetElement{Key: e.Key})
+		}
+	}
+	if len(stale) == 0 {
+		return 0, nil
+	}
+	for chunk := range slices.Chunk(stale, 2000) {
+		if err := c.SetDeleteElements(set, chunk); err != nil {
+			return 0, fmt.Errorf("affinity: delete from map %s: %w", name, err)
+		}
+	}
+	if err := c.Flush(); err != nil {
+		return 0, fmt.Errorf("affinity: delete from map %s: %w", name, err)
+	}
+	return len(stale), nil
 }
