@@ -111,9 +111,9 @@ type stickyBed struct {
 	dst netip.AddrPort
 }
 
-func newStickyBed(t *testing.T) *stickyBed {
+func newStickyBed(t *testing.T, vip netip.Addr) *stickyBed {
 	bed := newSvcBed(t, false)
-	svc := webPort("sticky", netip.MustParseAddr("10.96.0.20"))
+	svc := webPort("sticky", vip)
 	svc.AffinityTimeout = 600
 	bed.setService(t, svc, bed.endpointsOf("b1", "b2", "b3"))
 	return &stickyBed{bed, svc, netip.AddrPortFrom(svc.ClusterIPs[0], 80)}
@@ -150,21 +150,14 @@ func others(of string) []string {
 // restart, or by the sync after a failed transaction.
 func TestKernelServiceAffinityEndpointGoes(t *testing.T) {
 	kerneltest.RequireRoot(t)
-	t.Run("running", func(t *testing.T) {
-		s := newStickyBed(t)
-		first := s.stuck(t, 200)
-		rest := others(first)
-		s.setService(t, s.svc, s.endpointsOf(first, rest[0]))
-		if got := s.stuck(t, 50); got != first {
-			t.Fatalf("removing %s moved the client from %s to %s", rest[1], first, got)
-		}
-		s.setService(t, s.svc, s.endpointsOf(rest[0]))
-		if got := s.stuck(t, 50); got != rest[0] {
-			t.Fatalf("after %s went the client reached %s, want %s", first, got, rest[0])
-		}
-	})
+	vip := netip.MustParseAddr("10.96.0.20")
+	for _, v := range []netip.Addr{vip, netip.MustParseAddr("fd00:96::20")} {
+		t.Run("running "+v.String(), func(t *testing.T) {
+			stickyWhileRunning(t, v)
+		})
+	}
 	t.Run("across a restart", func(t *testing.T) {
-		s := newStickyBed(t)
+		s := newStickyBed(t, vip)
 		first := s.stuck(t, 200)
 		// nfrouter stops; the endpoint goes; a new nfrouter starts on the
 		// table (and the clients' affinity) the old one left.
@@ -183,7 +176,7 @@ func TestKernelServiceAffinityEndpointGoes(t *testing.T) {
 		}
 	})
 	t.Run("after a failed transaction", func(t *testing.T) {
-		s := newStickyBed(t)
+		s := newStickyBed(t, vip)
 		first := s.stuck(t, 200)
 		// Take the element the removal deletes out of the kernel behind
 		// nfrouter's back: the transaction that removes the endpoint fails
@@ -202,6 +195,22 @@ func TestKernelServiceAffinityEndpointGoes(t *testing.T) {
 			t.Fatalf("after a failed transaction and the next sync, the client still reached %s", first)
 		}
 	})
+}
+
+// stickyWhileRunning: the client sticks; removing another endpoint does
+// not move it; removing its own moves it to one that it sticks to.
+func stickyWhileRunning(t *testing.T, vip netip.Addr) {
+	s := newStickyBed(t, vip)
+	first := s.stuck(t, 200)
+	rest := others(first)
+	s.setService(t, s.svc, s.endpointsOf(first, rest[0]))
+	if got := s.stuck(t, 50); got != first {
+		t.Fatalf("removing %s moved the client from %s to %s", rest[1], first, got)
+	}
+	s.setService(t, s.svc, s.endpointsOf(rest[0]))
+	if got := s.stuck(t, 50); got != rest[0] {
+		t.Fatalf("after %s went the client reached %s, want %s", first, got, rest[0])
+	}
 }
 
 // removeKernelElement deletes backend name's element from the service's
