@@ -52,6 +52,10 @@ type applier struct {
 	draining map[VSKey]struct{} // services with draining destinations
 	dests    int                // destinations in prog
 	ops      map[string]int     // of the current sync
+
+	// What changes left in conntrack until takeStale (stale.go).
+	staleFlows bool
+	goneFlows  []VSKey
 }
 
 type progVS struct {
@@ -167,12 +171,20 @@ func (a *applier) removeService(k VSKey, svc ipvs.Service) error {
 	}
 	delete(a.prog, k)
 	delete(a.draining, k)
+	if conntracked(k.Proto) {
+		a.goneFlows = append(a.goneFlows, k)
+	}
 	return nil
 }
 
 // syncDests gives every wanted destination weight 1 and lets the others
-// drain.
+// drain; UDP and SCTP destinations are deleted at once, as kube-proxy
+// does: their flows have no end to wait for, and the conntrack entries
+// of their flows are deleted after the sync (stale.go).
 func (a *applier) syncDests(k VSKey, pv *progVS, want []Dest) error {
+	if conntracked(k.Proto) && len(want) > 0 && !hasLive(pv) {
+		a.staleFlows = true // its first endpoint: flows of the rejection go
+	}
 	wanted := make(map[Dest]struct{}, len(want))
 	for _, d := range want {
 		wanted[d] = struct{}{}
@@ -194,10 +206,11 @@ func (a *applier) syncDests(k VSKey, pv *progVS, want []Dest) error {
 			continue
 		}
 		pd := pv.dests[d]
-		if a.grace <= 0 {
+		if a.grace <= 0 || conntracked(k.Proto) {
 			if err := a.removeDest(k, pv, d); err != nil {
 				return err
 			}
+			a.staleFlows = a.staleFlows || conntracked(k.Proto)
 			continue
 		}
 		if pd.weight != 0 {

@@ -19,7 +19,8 @@
 //     to the kernel. It keeps what it programmed, so that an incremental sync
 //     touches only the changed virtual services and never lists IPVS; a full
 //     sync lists IPVS and our interface and repairs drift.
-//   - Proxy (proxy.go): the watch.Backend, with metrics and Events.
+//   - Proxy (proxy.go, stale.go): the watch.Backend, with metrics and
+//     Events, and the conntrack pass after each sync.
 //   - Cleanup (cleanup.go): removes the services we own and kube-dummy-if,
 //     for `nfrouter cleanup`, by the ownership rule below.
 //
@@ -40,9 +41,19 @@
 //     never picks a VIP as the source of the node's own traffic, IPv6 ones
 //     with IFA_F_NODAD so that they are usable at once. The kernel's own
 //     link-local IPv6 address on the interface is never touched.
-//   - Graceful termination: a destination that is no longer wanted gets
+//   - Graceful termination: a TCP destination that is no longer wanted gets
 //     weight 0 (no new connections) and is deleted once IPVS counts no active
-//     or inactive connections to it, or when its grace period ends.
+//     or inactive connections to it, or when its grace period ends. UDP and
+//     SCTP destinations are deleted at once, as kube-proxy does: their flows
+//     do not end while the client sends. After the sync, the proxy deletes
+//     the conntrack entries of UDP and SCTP flows to its virtual services
+//     that no current destination answers (stale.go, package nft/conntrack),
+//     so that such a client reaches a new destination with its next
+//     datagram; a failed pass is counted and tried again after the next
+//     sync, and every full sync makes one.
+//   - Session affinity is IPVS persistence; with expire_quiescent_template
+//     the templates of a weight-0 (removed) destination end, so its clients
+//     choose again at once while other clients keep theirs.
 //   - With NAT (masquerade) forwarding, IPVS must tell conntrack about its
 //     connections for nftables NAT and filtering to see them: the proxy sets
 //     net.ipv4.vs.conntrack=1 (and expire_nodest_conn, expire_quiescent_template,

@@ -14,6 +14,8 @@ type metrics struct {
 	syncs             *prometheus.CounterVec
 	sysctlsUnset      prometheus.Gauge
 	sysctlFailures    *prometheus.CounterVec
+	flowsDeleted      prometheus.Counter
+	flowErrors        prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -41,12 +43,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "sysctls_unset", Help: "IPVS sysctls that are not set and could not be written at start."}),
 		sysctlFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "sysctl_failures_total", Help: "IPVS sysctls found unset that could not be written."}, []string{"sysctl"}),
+		flowsDeleted: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "conntrack_entries_deleted_total", Help: "Conntrack entries of UDP and SCTP flows deleted because their destination went or their service got destinations."}),
+		flowErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "conntrack_errors_total", Help: "Failed passes over the conntrack table to delete stale UDP and SCTP flows (tried again after the next sync)."}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.services, m.destinations, m.draining, m.invalid, m.operations,
-		m.operationsPerSync, m.syncDuration, m.syncs, m.sysctlsUnset, m.sysctlFailures} {
+		m.operationsPerSync, m.syncDuration, m.syncs, m.sysctlsUnset, m.sysctlFailures, m.flowsDeleted, m.flowErrors} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

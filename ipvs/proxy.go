@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nfrouter/nfrouter/model"
+	"github.com/nfrouter/nfrouter/nft/conntrack"
 )
 
 // Config configures the IPVS service proxy.
@@ -53,6 +54,12 @@ type Proxy struct {
 	applier  *applier
 	needFull bool
 	last     Stats
+	pending  pendingFlows // conntrack deletions still to do (stale.go)
+
+	// ct deletes conntrack entries; nil with fakes, or with ctErr when
+	// conntrack netlink cannot be opened (then every pass fails, counted).
+	ct    *netlink.Handle
+	ctErr error
 }
 
 // Available reports whether the kernel of the calling thread's network
@@ -91,8 +98,17 @@ func New(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ipvs proxy: register metrics: %w", err)
 	}
-	p := &Proxy{cfg: cfg, log: log, metrics: m, planner: NewPlanner(cfg.PlanConfig), needFull: true}
+	p := &Proxy{cfg: cfg, log: log, metrics: m, planner: NewPlanner(cfg.PlanConfig), needFull: true,
+		pending: pendingFlows{gone: map[conntrack.ServiceAddr]struct{}{}}}
 	if cfg.IPVS == nil {
+		// Opened here, with the other sockets, in the namespace to program.
+		if h, err := conntrack.Handle(0); err != nil {
+			p.ctErr = err
+			log.Warn("cannot open conntrack netlink: UDP and SCTP flows of removed destinations stay pinned until they end", "error", err)
+		} else {
+			p.ct = h
+			p.closers = append(p.closers, closerFunc(func() error { h.Close(); return nil }))
+		}
 		c, err := ipvs.New()
 		if err != nil {
 			return nil, fmt.Errorf("ipvs proxy: open IPVS netlink: %w", err)
@@ -188,6 +204,7 @@ func (p *Proxy) Sync(ctx context.Context, state *model.State, changes *model.Cha
 		return fmt.Errorf("ipvs proxy: %w", err)
 	}
 	p.needFull = false
+	p.deleteStaleFlows(ctx, full)
 	if n := stats.Total(); n > 0 {
 		lvl := slog.LevelDebug
 		if full || len(res.VIPsAdded)+len(res.VIPsRemoved) > 0 {

@@ -258,3 +258,26 @@ func TestInvalidAnnotationEvent(t *testing.T) {
 		t.Errorf("events %+v, want one InvalidAnnotation on ns/web", fp.events.events)
 	}
 }
+
+// TestUDPAndSCTPDestinationsGoAtOnce: a UDP or SCTP destination does not
+// drain at weight 0 (its flows do not end by themselves); it is deleted in
+// the sync that removed it, connections or not, and the proxy notes the
+// conntrack pass to do.
+func TestUDPAndSCTPDestinationsGoAtOnce(t *testing.T) {
+	fp := newFakeProxy(t, time.Minute)
+	st := shapesState(webEps)
+	fp.sync(t, st, &model.Changes{Full: true})
+	dnsKey := model.ServicePortKey{Namespace: "kube-system", Name: "dns", Protocol: model.UDP, Port: "dns"}
+	vs := VSKey{Addr: netip.MustParseAddr("10.96.0.53"), Proto: model.UDP, Port: 53}
+	fp.kernel.setConnections(vs, Dest{Addr: netip.MustParseAddr("10.1.0.5"), Port: 53}, 3, 4)
+	next := shapesState(webEps)
+	next.Endpoints[dnsKey] = model.Endpoints{ep("10.1.0.6:53@node-b", "rs")}
+	s := fp.sync(t, next, changesOf(nil, []model.ServicePortKey{dnsKey}))
+	fp.check(t, nil)
+	if s.Draining != 0 || s.Ops["remove_destination"] != 1 {
+		t.Errorf("replacing a UDP destination: %d draining, ops %v; want it removed at once", s.Draining, s.Ops)
+	}
+	if !fp.pending.flows {
+		t.Error("no conntrack pass pending after a UDP destination went (fakes: none runs)")
+	}
+}

@@ -5,9 +5,9 @@ import (
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/nfrouter/nfrouter/nft/conntrack"
 	"github.com/nfrouter/nfrouter/nft/ruleset"
 )
 
@@ -35,59 +35,21 @@ type conntrackSweep struct {
 // are judged as the node's, which the firewall never filters, and those
 // delivered to one of them are not judged at all.
 func deleteDeniedFlows(nsFd int, judge flowJudge) (conntrackSweep, error) {
-	h, err := netlinkHandle(nsFd)
+	h, err := conntrack.Handle(nsFd)
 	if err != nil {
 		return conntrackSweep{}, err
 	}
 	defer h.Close()
-	local, err := localAddrs(h)
+	local, err := conntrack.LocalAddrs(h)
 	if err != nil {
 		return conntrackSweep{}, err
 	}
 	f := &deniedFlows{judge: judge, local: local}
-	var sweep conntrackSweep
-	for _, fam := range []netlink.InetFamily{unix.AF_INET, unix.AF_INET6} {
-		n, err := h.ConntrackDeleteFilters(netlink.ConntrackTable, fam, f)
-		sweep.Deleted += int(n)
-		if err == nil {
-			err = f.err
-		}
-		if err != nil {
-			return sweep, fmt.Errorf("delete conntrack entries of denied flows: %w", err)
-		}
-	}
-	sweep.Checked = f.checked
-	return sweep, nil
-}
-
-func netlinkHandle(nsFd int) (*netlink.Handle, error) {
-	if nsFd == 0 {
-		h, err := netlink.NewHandle(unix.NETLINK_NETFILTER, unix.NETLINK_ROUTE)
-		if err != nil {
-			return nil, fmt.Errorf("conntrack: netlink: %w", err)
-		}
-		return h, nil
-	}
-	h, err := netlink.NewHandleAt(netns.NsHandle(nsFd), unix.NETLINK_NETFILTER, unix.NETLINK_ROUTE)
+	n, err := conntrack.Delete(h, f)
 	if err != nil {
-		return nil, fmt.Errorf("conntrack: netlink in namespace: %w", err)
+		return conntrackSweep{Deleted: n}, fmt.Errorf("delete conntrack entries of denied flows: %w", err)
 	}
-	return h, nil
-}
-
-// localAddrs returns the addresses of the node's interfaces.
-func localAddrs(h *netlink.Handle) (map[netip.Addr]bool, error) {
-	addrs, err := h.AddrList(nil, netlink.FAMILY_ALL)
-	if err != nil {
-		return nil, fmt.Errorf("conntrack: list the node's addresses: %w", err)
-	}
-	out := make(map[netip.Addr]bool, len(addrs))
-	for _, a := range addrs {
-		if ip, ok := netip.AddrFromSlice(a.IP); ok {
-			out[ip.Unmap()] = true
-		}
-	}
-	return out, nil
+	return conntrackSweep{Checked: f.checked, Deleted: n}, nil
 }
 
 // deniedFlows is the conntrack filter: it matches the flows to delete.
@@ -98,7 +60,9 @@ type deniedFlows struct {
 	err     error // the first judging error; later flows are kept
 }
 
-func (f *deniedFlows) MatchConntrackFlow(flow *netlink.ConntrackFlow) bool {
+func (f *deniedFlows) Err() error { return f.err }
+
+func (f *deniedFlows) Match(flow *netlink.ConntrackFlow) bool {
 	if f.err != nil {
 		return false
 	}
@@ -137,4 +101,4 @@ func firstPacket(flow *netlink.ConntrackFlow) (ruleset.Packet, bool) {
 	return ruleset.Packet{Src: src.Unmap(), Dst: dst.Unmap(), Proto: flow.Forward.Protocol, DPort: flow.Reverse.SrcPort}, true
 }
 
-var _ netlink.CustomConntrackFilter = (*deniedFlows)(nil)
+var _ conntrack.Filter = (*deniedFlows)(nil)

@@ -61,7 +61,14 @@
 //     address keys (`ct original ip daddr`), which the kernel refuses; no
 //     rule uses them.
 //   - Dynamic sets (filled by `update @set` in the packet path) are never
-//     diffed or repaired; a planner flushes one explicitly (Table.FlushSet).
+//     diffed or repaired. The service proxy deletes the affinity entries of
+//     endpoints that went after the transaction, by element
+//     (servicestale.go); Table.FlushSet flushes one in the transaction.
+//   - Conntrack entries are deleted over netlink by package nft/conntrack,
+//     shared by the firewall (flows a policy starts denying), the service
+//     proxy and the IPVS proxy (UDP and SCTP flows whose endpoint went),
+//     always after the kernel holds the change (Applied), never failing a
+//     sync.
 //   - Interval sets are written the way nft writes them (a leading end element
 //     at address zero, ranges as start and one-past-the-end) so that `nft list`
 //     prints them as prefixes and ranges, and are rewritten whole on change.

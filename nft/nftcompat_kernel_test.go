@@ -23,7 +23,7 @@ func programShape(t testing.TB, ns netns.NsHandle, s shape) *Backend {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	for _, p := range s.parts(t, b.Table()) {
+	for _, p := range s.parts(t, b.Table(), int(ns)) {
 		b.Add(p)
 	}
 	syncOK(t, b, s.state, &model.Changes{Full: true})

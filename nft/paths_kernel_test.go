@@ -137,7 +137,7 @@ func newPathsBed(t *testing.T, mode string, fw FirewallConfig) *pathsBed {
 		switch mode {
 		case "nftables":
 			parts = append(parts, func(tbl *ruleset.Table) Part {
-				p, err := NewServiceProxy(tbl, ServiceProxyConfig{NodeName: name})
+				p, err := NewServiceProxy(tbl, ServiceProxyConfig{NodeName: name, NetNSFd: int(n.node.NS)})
 				if err != nil {
 					t.Fatal(err)
 				}

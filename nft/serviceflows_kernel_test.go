@@ -204,7 +204,7 @@ func newFlowBed(t *testing.T) *flowBed {
 
 	for name, n := range bed.nodes {
 		bed.backend[name] = newBackendIn(t, n.NS, func(tbl *ruleset.Table) Part {
-			p, err := NewServiceProxy(tbl, ServiceProxyConfig{NodeName: name,
+			p, err := NewServiceProxy(tbl, ServiceProxyConfig{NodeName: name, NetNSFd: int(n.NS),
 				ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16")}})
 			if err != nil {
 				t.Fatal(err)

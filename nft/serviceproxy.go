@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nfrouter/nfrouter/model"
+	"github.com/nfrouter/nfrouter/nft/conntrack"
 	"github.com/nfrouter/nfrouter/nft/ruleset"
 	"github.com/nfrouter/nfrouter/nft/svcproxy"
 )
@@ -35,9 +36,13 @@ type ServiceProxyConfig struct {
 	// ServiceCIDRs is --service-cluster-ip-range: traffic to an address in
 	// it that no service has is dropped; nil: not dropped.
 	ServiceCIDRs []netip.Prefix
-	Logger       *slog.Logger          // nil: slog.Default()
-	Registerer   prometheus.Registerer // nil: no metrics
-	Events       ServiceEventRecorder  // nil: no Kubernetes events
+	// NetNSFd is the network namespace the table is programmed into (0:
+	// the current one): stale conntrack and affinity entries are deleted
+	// there.
+	NetNSFd    int
+	Logger     *slog.Logger          // nil: slog.Default()
+	Registerer prometheus.Registerer // nil: no metrics
+	Events     ServiceEventRecorder  // nil: no Kubernetes events
 }
 
 // ServiceProxy is the nftables service proxy's part of the table
@@ -49,6 +54,8 @@ type ServiceProxy struct {
 	problems prometheus.Gauge
 	current  map[model.ServicePortKey]struct{} // service ports with a problem
 	noCIDRs  bool                              // warned that no cluster CIDR is known
+	stale    *staleMetrics
+	pending  pendingStale // left behind by programmed changes, to clear
 }
 
 // NewServiceProxy returns the service proxy part, writing into t.
@@ -67,7 +74,12 @@ func NewServiceProxy(t *ruleset.Table, cfg ServiceProxyConfig) (*ServiceProxy, e
 			return nil, fmt.Errorf("service proxy: register metrics: %w", err)
 		}
 	}
+	sm, err := newStaleMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("service proxy: register metrics: %w", err)
+	}
 	return &ServiceProxy{cfg: cfg, log: log.With("part", "service-proxy"), problems: g, current: map[model.ServicePortKey]struct{}{},
+		stale: sm, pending: pendingStale{gone: map[conntrack.ServiceAddr]struct{}{}, affinity: map[string]struct{}{}},
 		planner: svcproxy.New(t, svcproxy.Config{NodeName: cfg.NodeName, NodePortBindOnAllIPs: cfg.NodePortBindOnAllIPs,
 			MasqueradeAll: cfg.MasqueradeAll, ClusterCIDRs: cfg.ClusterCIDRs, ServiceCIDRs: cfg.ServiceCIDRs})}, nil
 }
@@ -84,6 +96,7 @@ func (s *ServiceProxy) Kinds() model.Kinds {
 // Plan implements Part.
 func (s *ServiceProxy) Plan(ctx context.Context, state *model.State, changes *model.Changes) {
 	res := s.planner.Update(state, changes)
+	s.pending.add(s.planner.TakeStale())
 	for _, p := range res.Problems {
 		if p.Message == "" {
 			delete(s.current, p.Port)

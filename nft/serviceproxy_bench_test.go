@@ -55,7 +55,7 @@ func newServiceProxyBackend(t testing.TB, ns int) *Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewServiceProxy(b.Table(), ServiceProxyConfig{NodeName: "node-a"})
+	p, err := NewServiceProxy(b.Table(), ServiceProxyConfig{NodeName: "node-a", NetNSFd: ns})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func TestKernelServiceProxyRoundTrip(t *testing.T) {
 			ns := kerneltest.NewNetNS(t)
 			mk := func(tbl *ruleset.Table) []Part {
 				p, err := NewServiceProxy(tbl, ServiceProxyConfig{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: c.BindAll,
-					MasqueradeAll: c.MasqueradeAll, ClusterCIDRs: c.ClusterCIDRs, ServiceCIDRs: c.ServiceCIDRs})
+					MasqueradeAll: c.MasqueradeAll, ClusterCIDRs: c.ClusterCIDRs, ServiceCIDRs: c.ServiceCIDRs, NetNSFd: int(ns)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -104,7 +104,7 @@ func newSvcBed(t *testing.T, firewall bool) *svcBed {
 		})
 	}
 	parts = append(parts, func(tbl *ruleset.Table) Part {
-		p, err := NewServiceProxy(tbl, ServiceProxyConfig{NodeName: "node-a"})
+		p, err := NewServiceProxy(tbl, ServiceProxyConfig{NodeName: "node-a", NetNSFd: int(node.NS)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,14 +20,14 @@ import (
 type shape struct {
 	name  string
 	state *model.State
-	parts func(t testing.TB, tbl *ruleset.Table) []Part
+	parts func(t testing.TB, tbl *ruleset.Table, ns int) []Part
 }
 
 // render is the shape's dry-run text.
 func (s shape) render(t testing.TB) string {
 	t.Helper()
 	var b strings.Builder
-	if err := Render(t.Context(), &b, s.state, func(tbl *ruleset.Table) ([]Part, error) { return s.parts(t, tbl), nil }); err != nil {
+	if err := Render(t.Context(), &b, s.state, func(tbl *ruleset.Table) ([]Part, error) { return s.parts(t, tbl, 0), nil }); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -42,8 +42,8 @@ func allShapes(t testing.TB) []shape {
 	for _, name := range cases(t) {
 		dd := strings.HasPrefix(name, "default-deny")
 		out = append(out, shape{name: "netpol/" + strings.TrimSuffix(name, ".yaml"), state: loadCase(t, name).State,
-			parts: func(t testing.TB, tbl *ruleset.Table) []Part {
-				f, err := NewFirewall(tbl, FirewallConfig{NodeName: "node-a", DefaultDeny: dd})
+			parts: func(t testing.TB, tbl *ruleset.Table, ns int) []Part {
+				f, err := NewFirewall(tbl, FirewallConfig{NodeName: "node-a", DefaultDeny: dd, NetNSFd: ns})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -52,9 +52,9 @@ func allShapes(t testing.TB) []shape {
 	}
 	for _, c := range svcfixture.Cases() {
 		out = append(out, shape{name: "svcproxy/" + c.Name, state: c.State,
-			parts: func(t testing.TB, tbl *ruleset.Table) []Part {
+			parts: func(t testing.TB, tbl *ruleset.Table, ns int) []Part {
 				p, err := NewServiceProxy(tbl, ServiceProxyConfig{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: c.BindAll,
-					MasqueradeAll: c.MasqueradeAll, ClusterCIDRs: c.ClusterCIDRs})
+					MasqueradeAll: c.MasqueradeAll, ClusterCIDRs: c.ClusterCIDRs, NetNSFd: ns})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -77,18 +77,18 @@ func allShapes(t testing.TB) []shape {
 	} {
 		c.cfg.NodeName = svcfixture.NodeName
 		out = append(out, shape{name: "ipvs-nat/" + c.name, state: ipvsState,
-			parts: func(_ testing.TB, tbl *ruleset.Table) []Part { return []Part{ipvs.NewNAT(tbl, c.cfg)} }})
+			parts: func(_ testing.TB, tbl *ruleset.Table, _ int) []Part { return []Part{ipvs.NewNAT(tbl, c.cfg)} }})
 	}
 	nodes := map[string]*model.Node{}
 	for _, n := range svcfixture.Nodes() {
 		nodes[n.Name] = n
 	}
 	out = append(out, shape{name: "egress/dual-stack", state: &model.State{Nodes: nodes},
-		parts: func(_ testing.TB, tbl *ruleset.Table) []Part { return []Part{egress.New(tbl)} }})
+		parts: func(_ testing.TB, tbl *ruleset.Table, _ int) []Part { return []Part{egress.New(tbl)} }})
 	sets, elems, chains := primitiveChains()
 	sets, elems, chains = withVerdictMaps(sets, elems, chains)
 	out = append(out, shape{name: "primitives", state: &model.State{},
-		parts: func(_ testing.TB, tbl *ruleset.Table) []Part {
+		parts: func(_ testing.TB, tbl *ruleset.Table, _ int) []Part {
 			return []Part{&fixedPart{t: tbl, sets: sets, elems: elems, chains: chains}}
 		}})
 	return out

@@ -125,7 +125,7 @@ var kubeRouterFlags = []kubeRouterFlag{
 	{name: "iptables-sync-period", status: flagIgnored, kind: kindDuration, def: "5m0s",
 		note: "no iptables: nftables changes are applied as they come, and `--sync-period` reads everything back"},
 	{name: "ipvs-graceful-period", note: "as kube-router"},
-	{name: "ipvs-graceful-termination", note: "nfrouter always drains removed IPVS destinations for `--ipvs-graceful-period`; `false` given explicitly deletes them at once"},
+	{name: "ipvs-graceful-termination", note: "nfrouter always drains removed TCP destinations for `--ipvs-graceful-period`; `false` given explicitly deletes them at once. UDP and SCTP destinations are always deleted at once and their conntrack entries deleted, as kube-proxy does"},
 	{name: "ipvs-permit-all", status: flagIgnored, kind: kindBool, def: "true",
 		note: "nfrouter accepts traffic to the service ports of a virtual address and drops other ports, whatever this says"},
 	{name: "ipvs-sync-period", status: flagIgnored, kind: kindDuration, def: "5m0s",

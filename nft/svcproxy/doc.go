@@ -95,8 +95,15 @@
 //     translated destination is known). The sticky DNAT needs the endpoints'
 //     one target port; when they differ, the service is balanced without
 //     affinity and the problem is reported. When an endpoint goes, the
-//     service's map is flushed in the same transaction, so that no client
-//     is sent to it: the map cannot say which clients chose it. Only
+//     planner names the map in TakeStale, and the caller deletes, once the
+//     kernel holds the change, the entries whose endpoint the map's
+//     addresses no longer have (nft/servicestale.go); on every full sync it
+//     checks every map, so a failed transaction or a restart leaves no
+//     client pinned. Nothing is flushed: the other clients keep their
+//     endpoint. Checking the remembered endpoint against the endpoint set
+//     in the sticky rule itself would need `ip saddr map @m @set`, which
+//     the kernel runs but nft 1.0.6 cannot parse back ("Relational
+//     expression has constant value"), so the listing would not reload. Only
 //     affinity services have rules of their own (one per address in
 //     services-sticky, one per map in services-remember), and those change
 //     only when the service, its target port or its addresses change.
@@ -129,6 +136,11 @@
 //     connection is translated on their own node. They get no session
 //     affinity there. kube-router's service.local annotation keeps local
 //     endpoints only, for every client.
+//   - UDP and SCTP flows stay in conntrack while their client sends, so
+//     TakeStale also says when an address of those protocols lost an
+//     endpoint, got its first, or went, and FlowTargets lists every such
+//     address with its endpoints now: the caller deletes the conntrack
+//     entries no current endpoint answers (package nft/conntrack).
 //   - Addresses no one claims twice: when two service ports want one
 //     address, the smaller key owns it, whatever the order they came in,
 //     and the other reports an AddressConflict.

@@ -73,6 +73,13 @@ type Planner struct {
 	// rulesDirty says that the chains must be rebuilt: a family, class or
 	// sticky address came or went.
 	rulesDirty bool
+
+	// What changes left outside the table until TakeStale (stale.go):
+	// staleFlows, UDP/SCTP addresses gone, affinity maps that lost an
+	// endpoint.
+	staleFlows    bool
+	goneFlows     []FlowAddr
+	staleAffinity map[string]struct{}
 }
 
 // stickyRule is where a sticky address sends a client it remembers.
@@ -129,6 +136,7 @@ func New(t *ruleset.Table, cfg Config) *Planner {
 		sources:          map[sourcesKey]int{},
 		firewall:         map[vipKey]string{},
 		rulesDirty:       true,
+		staleAffinity:    map[string]struct{}{},
 	}
 }
 
@@ -254,12 +262,20 @@ func (p *Planner) resolve(vk vipKey) {
 	var rule stickyRule
 	if len(cs) > 0 && want.plan.sticky() {
 		rule = stickyRule{AffinityMap(want.owner, vk.Addr.Is6(), want.plan.Affinity), want.plan.StickyPort}
-		if had && old.plan.sticky() && lostEndpoint(old.plan, want.plan) {
-			// Clients stuck to an endpoint that is gone must choose again;
-			// the map does not say which clients those are.
-			p.t.FlushSet(rule.affinityMap)
-		}
 	}
+	if had && old.plan.sticky() && (len(cs) == 0 || lostEndpoint(old.plan, want.plan)) {
+		// Clients stuck to an endpoint that is gone must choose again:
+		// the caller deletes their entries once the kernel holds this.
+		p.staleAffinity[AffinityMap(old.owner, vk.Addr.Is6(), old.plan.Affinity)] = struct{}{}
+	}
+	var oldPlan, newPlan *vipPlan
+	if had {
+		oldPlan = old.plan
+	}
+	if len(cs) > 0 {
+		newPlan = want.plan
+	}
+	p.noteFlows(vk, oldPlan, newPlan)
 	var fw string
 	if len(cs) > 0 && want.plan.Restricted {
 		fw = SourceRangesSet(want.owner, vk.Addr.Is6())
