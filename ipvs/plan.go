@@ -36,7 +36,7 @@ func planServicePort(sp *model.ServicePort, eps model.Endpoints, node *model.Nod
 		}
 		local := sp.Options.Local || (kind.External() && sp.ExternalTrafficLocal) || (!kind.External() && sp.InternalTrafficLocal)
 		for _, a := range addrs {
-			dests := destinations(eps, a.Is4(), local, cfg.NodeName)
+			dests := destinations(eps, a.Is4(), local, node, cfg.NodeName, sp.TrafficDistribution)
 			if local && len(dests) == 0 {
 				continue
 			}

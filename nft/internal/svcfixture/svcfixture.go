@@ -122,6 +122,41 @@ func Cases() []Case {
 			sp.LoadBalancerIPs = modeltest.Addrs("198.51.100.80", "198.51.100.81", "2001:db8::80")
 			sp.LoadBalancerSourceRanges = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("203.0.113.0/25")}
 		})}, eps(webKey, three)),
+		topology(web, webKey),
 	}
 	return cases
+}
+
+// topology: this node is in zone a. web's slices hint two of its three
+// endpoints to zone a, so this node uses those for traffic of policy
+// Cluster, but its NodePort of policy Local only its own. near asks for
+// PreferSameNode and has no hints: its endpoint on this node.
+func topology(web func(...func(*model.ServicePort)) *model.ServicePort, webKey model.ServicePortKey) Case {
+	nodes := Nodes()
+	nodes[0].Zone, nodes[1].Zone = "a", "b"
+	hinted := func(spec, zone string) model.Endpoint {
+		e := modeltest.Ep(spec, "rs")
+		e.Zone, e.Hints = zone, &model.EndpointHints{ForZones: []string{zone}}
+		return e
+	}
+	near := modeltest.Svc("default", "near", 80, modeltest.ClusterIPs("10.96.0.20"), func(sp *model.ServicePort) {
+		sp.TrafficDistribution = model.DistributeSameNode
+	})
+	local := modeltest.Svc("default", "local", 80, modeltest.ClusterIPs("10.96.0.30"), modeltest.NodePort(30030), func(sp *model.ServicePort) {
+		sp.ExternalTrafficLocal = true
+		sp.TrafficDistribution = model.DistributeSameZone
+	})
+	zoned := func(spec, zone string) model.Endpoint {
+		e := modeltest.Ep(spec, "rs")
+		e.Zone = zone
+		return e
+	}
+	return Case{Name: "topology", State: modeltest.NewState(nodes, []*model.ServicePort{web(modeltest.NodePort(30080)), near, local},
+		map[model.ServicePortKey]model.Endpoints{
+			webKey:   {hinted("10.1.0.2:8080@"+NodeName, "a"), hinted("10.1.1.3:8080@node-b", "b"), hinted("10.1.2.4:8080@node-c", "a")},
+			near.Key: {zoned("10.1.0.5:8080@"+NodeName, "a"), zoned("10.1.1.5:8080@node-b", "b")},
+			// Policy Local wins over the zone at the NodePort; the zone
+			// picks at the cluster IP.
+			local.Key: {zoned("10.1.0.6:8080@"+NodeName, "a"), zoned("10.1.1.6:8080@node-b", "b"), zoned("10.1.2.6:8080@node-c", "a")},
+		})}
 }
