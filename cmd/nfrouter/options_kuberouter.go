@@ -143,7 +143,7 @@ var kubeRouterFlags = []kubeRouterFlag{
 	{name: "metrics-path", note: "as kube-router"},
 	{name: "metrics-port", note: "as kube-router"},
 	{name: "netpol-default-deny", note: "as kube-router"},
-	{name: "nodeport-bindon-all-ip", note: "as kube-router"},
+	{name: "nodeport-bindon-all-ip", note: "as kube-router; a usage error together with kube-proxy's `--nodeport-addresses`, which nfrouter also has"},
 	{name: "nodes-full-mesh", note: "as kube-router"},
 	{name: "overlay-encap", status: flagRefused, kind: kindString, def: "ipip", accept: []string{"ipip"},
 		missing: "FOU encapsulation", note: "ipip only"},

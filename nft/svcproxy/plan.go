@@ -161,7 +161,7 @@ func planPort(sp *model.ServicePort, eps model.Endpoints, node *model.Node, cfg 
 		}
 	}
 	var nodeAddrs []netip.Addr
-	for _, a := range node.NodePortAddrs(cfg.NodePortBindOnAllIPs) {
+	for _, a := range node.NodePortAddrs(cfg.NodePortBindOnAllIPs, cfg.NodePortCIDRs) {
 		if slices.ContainsFunc(sp.ClusterIPs, func(c netip.Addr) bool { return c.Is4() == a.Is4() }) {
 			nodeAddrs = append(nodeAddrs, a)
 		}

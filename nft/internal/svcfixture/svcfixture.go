@@ -22,6 +22,7 @@ type Case struct {
 	BindAll, MasqueradeAll bool
 	ClusterCIDRs           []netip.Prefix
 	ServiceCIDRs           []netip.Prefix // --service-cluster-ip-range
+	NodePortCIDRs          []netip.Prefix // --nodeport-addresses
 }
 
 // Nodes are this node (two IPv4 internal addresses, one IPv6, one external)
@@ -77,6 +78,10 @@ func Cases() []Case {
 		}),
 		one("node-port", []*model.ServicePort{web(modeltest.NodePort(30080))}, eps(webKey, three)),
 		{Name: "node-port-bindon-all-ip", BindAll: true, State: modeltest.NewState(Nodes(), []*model.ServicePort{web(modeltest.NodePort(30080))}, eps(webKey, three))},
+		// --nodeport-addresses: the external address and the IPv6 one,
+		// not the node IPv4 address.
+		{Name: "node-port-addresses", NodePortCIDRs: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("fd00:1::/64")},
+			State: modeltest.NewState(Nodes(), []*model.ServicePort{web(modeltest.ClusterIPs("10.96.0.10", "fd00:96::10"), modeltest.NodePort(30080))}, eps(webKey, three))},
 		one("external-and-load-balancer-ips", []*model.ServicePort{web(func(sp *model.ServicePort) {
 			sp.ExternalIPs = modeltest.Addrs("198.51.100.7")
 			sp.LoadBalancerIPs = modeltest.Addrs("198.51.100.80", "2001:db8::80")
