@@ -17,6 +17,8 @@ func ipvsNATPart(w wiring) nftPart {
 			MasqueradeAll: w.o.proxy.masqueradeAll,
 			ClusterCIDRs:  w.o.proxy.clusterPrefixes,
 			HairpinAll:    w.o.proxy.hairpinMode,
+			ServiceCIDRs:  w.o.proxy.servicePrefixes,
+			Log:           w.log,
 		}), nil
 	}
 }
