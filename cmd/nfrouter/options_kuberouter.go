@@ -169,7 +169,7 @@ var kubeRouterFlags = []kubeRouterFlag{
 	{name: "run-service-proxy", note: "as kube-router"},
 	{name: "runtime-endpoint", status: flagIgnored, kind: kindString,
 		note: "DSR (`kube-router.io/service.dsr`) is not implemented: such services are served with NAT like the others"},
-	{name: "service-cluster-ip-range", note: "the cluster's service CIDRs, but no default (kube-router: 10.96.0.0/12): when given, the nftables proxy rejects a cluster IP's unknown ports and drops unallocated addresses, as kube-proxy does",
+	{name: "service-cluster-ip-range", note: "the cluster's service CIDRs, but no default (kube-router: 10.96.0.0/12): when given, both proxies drop unallocated addresses and the nftables proxy rejects a cluster IP's unknown ports (IPVS drops them), as kube-proxy does",
 		example: []string{"--service-cluster-ip-range=10.96.0.0/12"}},
 	{name: "service-external-ip-range", status: flagIgnored, kind: kindStrings,
 		note: "external IPs are not validated against ranges (see `--strict-external-ip-validation`)"},
