@@ -4,6 +4,9 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestClusterServingFollowsTopology states kube-proxy's topology rules
@@ -63,5 +66,34 @@ func TestClusterServingFollowsTopology(t *testing.T) {
 				t.Errorf("IPv6 endpoints %v of IPv4 ones", v6)
 			}
 		})
+	}
+}
+
+// TestTrafficDistributionFromAPI reads spec.trafficDistribution before the
+// topology annotations, and unknown values as no preference.
+func TestTrafficDistributionFromAPI(t *testing.T) {
+	for _, tc := range []struct {
+		td   string // "" for unset
+		ann  map[string]string
+		want TrafficDistribution
+	}{
+		{"", nil, DistributeAnywhere},
+		{corev1.ServiceTrafficDistributionPreferClose, nil, DistributeSameZone},
+		{corev1.ServiceTrafficDistributionPreferSameZone, nil, DistributeSameZone},
+		{corev1.ServiceTrafficDistributionPreferSameNode, map[string]string{AnnotationTopologyMode: "Auto"}, DistributeSameNode},
+		{"PreferSomewhereElse", nil, DistributeAnywhere},
+		{"", map[string]string{AnnotationTopologyMode: "Auto"}, DistributeAuto},
+		{"", map[string]string{AnnotationTopologyAwareHints: "auto"}, DistributeAuto},
+		{"", map[string]string{AnnotationTopologyMode: "Disabled"}, DistributeAnywhere},
+	} {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", Annotations: tc.ann},
+			Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.1", Ports: []corev1.ServicePort{{Port: 80}}}}
+		if tc.td != "" {
+			svc.Spec.TrafficDistribution = &tc.td
+		}
+		sps, err := ServicePortsFromAPI(svc)
+		if err != nil || len(sps) != 1 || sps[0].TrafficDistribution != tc.want {
+			t.Errorf("trafficDistribution %q, annotations %v: got %+v, %v; want %v", tc.td, tc.ann, sps, err, tc.want)
+		}
 	}
 }
