@@ -14,7 +14,14 @@
 //     whose desired state changed.
 //   - NAT part (nat.go, nat_rules.go, nat_hairpin.go): pure. The nftables
 //     helpers (service-address sets, masquerade, hairpin, drop of ports no
-//     service has) as a part of nft's one table and transaction.
+//     service has and, with --service-cluster-ip-range, of unallocated
+//     service addresses) as a part of nft's one table and transaction.
+//
+// Destinations of traffic policy Cluster are the endpoints topology-aware
+// routing picks for this node (model.Endpoints.ClusterServing), as in the
+// nftables mode. What IPVS cannot express: one virtual service has one
+// destination list whatever the client, so the in-cluster short-circuit of
+// external traffic policy Local (pods reaching any endpoint) is not there.
 //   - applier (applier.go, drain.go, readback.go): the only code that writes
 //     to the kernel. It keeps what it programmed, so that an incremental sync
 //     touches only the changed virtual services and never lists IPVS; a full

@@ -8,10 +8,16 @@ import (
 )
 
 // destinations are the destinations of a virtual service at an address of
-// family is4: model.Endpoints.Serving, as Dests.
-func destinations(eps model.Endpoints, is4, local bool, nodeName string) []Dest {
+// family is4: the local endpoints (model.Endpoints.Serving) or those of
+// policy Cluster this node uses (model.Endpoints.ClusterServing, which
+// follows topology), as Dests.
+func destinations(eps model.Endpoints, is4, local bool, node *model.Node, nodeName string, dist model.TrafficDistribution) []Dest {
+	serving := eps.Serving(is4, true, nodeName)
+	if !local {
+		serving = eps.ClusterServing(is4, node, dist)
+	}
 	var out []Dest
-	for _, e := range eps.Serving(is4, local, nodeName) {
+	for _, e := range serving {
 		out = append(out, Dest{Addr: e.Addr, Port: e.Port})
 	}
 	return out

@@ -3,6 +3,7 @@ package ipvs
 import (
 	"cmp"
 	"context"
+	"log/slog"
 	"net/netip"
 	"slices"
 
@@ -23,6 +24,13 @@ type NATConfig struct {
 	// through any service, not only through services with the
 	// kube-router.io/service.hairpin annotation.
 	HairpinAll bool
+	// ServiceCIDRs (--service-cluster-ip-range) are the ranges cluster IPs
+	// are allocated from: traffic to an address in them that is on no
+	// virtual service is dropped. Empty: not known, not dropped.
+	ServiceCIDRs []netip.Prefix
+	// Log receives the warning that no cluster CIDR is known; nil:
+	// slog.Default().
+	Log *slog.Logger
 }
 
 // NAT is what the IPVS proxy needs from nftables, the helpers kube-router
@@ -56,6 +64,9 @@ type NAT struct {
 	// sourceSets are the source sets defined.
 	firewall   map[model.ServicePortKey][]fwRule
 	sourceSets map[string]bool
+	// noCIDRs: no cluster CIDR is known, so every connection to a virtual
+	// service is masqueraded (warned once, and when it is over).
+	noCIDRs bool
 }
 
 // fwRule drops connections to one restricted load-balancer IP, protocol and
@@ -91,7 +102,7 @@ func (n *NAT) Kinds() model.Kinds {
 
 // Plan brings NAT's objects in line with state; changes names what changed,
 // or is Full.
-func (n *NAT) Plan(_ context.Context, state *model.State, changes *model.Changes) {
+func (n *NAT) Plan(ctx context.Context, state *model.State, changes *model.Changes) {
 	full := changes == nil || changes.Full
 	type update struct {
 		key       model.ServicePortKey
@@ -161,6 +172,32 @@ func (n *NAT) Plan(_ context.Context, state *model.State, changes *model.Changes
 	}
 	if full || famsChanged || len(changes.Nodes) > 0 {
 		n.planClusterCIDRs(state)
+	}
+	if full || len(changes.Nodes) > 0 {
+		n.warnNoClusterCIDRs(ctx, state)
+	}
+}
+
+// NoClusterCIDRs reports that no cluster CIDR is known (no --cluster-cidr,
+// no node with a pod CIDR) while pods' connections should keep their
+// address: every connection to a virtual service is masqueraded then.
+func (n *NAT) NoClusterCIDRs() bool { return n.noCIDRs }
+
+// warnNoClusterCIDRs says so when NoClusterCIDRs changes.
+func (n *NAT) warnNoClusterCIDRs(ctx context.Context, state *model.State) {
+	no := !n.cfg.MasqueradeAll && len(model.ClusterCIDRs(n.cfg.ClusterCIDRs, state.Nodes)) == 0
+	if no == n.noCIDRs {
+		return
+	}
+	n.noCIDRs = no
+	log := n.cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	if no {
+		log.WarnContext(ctx, "no cluster CIDR known (no --cluster-cidr, no node with a pod CIDR): connections from pods to services are masqueraded too", "part", n.Name())
+	} else {
+		log.InfoContext(ctx, "cluster CIDRs known again: pods reach services with their own address", "part", n.Name())
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
@@ -150,6 +151,77 @@ func TestKernelNATExternalAddresses(t *testing.T) {
 	mustNoErr(t, err, "pod to the cluster IP of the restricted service")
 	if got != "10.2.0.2" {
 		t.Errorf("pod to a cluster IP: the backend saw %s, want the pod's own 10.2.0.2", got)
+	}
+}
+
+// TestKernelNATUnallocatedServiceAddress checks that with
+// --service-cluster-ip-range traffic to an address of the range that no
+// virtual service has is dropped, from a pod and from the node, while the
+// cluster IP keeps working from both (the node's connection passes the
+// output hook after IPVS translated it) and an address outside the range,
+// routed the same way, answers.
+//
+//	node ns: kube-dummy-if 10.96.0.10; IPVS 10.96.0.10:80 -> 10.1.0.2:8080
+//	         routes 10.96.0.200/32 and 10.97.0.200/32 via 10.1.0.2
+//	         veth-a 10.1.0.1/24  <->  backend ns: eth0 10.1.0.2/24, 10.96.0.200, 10.97.0.200
+//	         veth-c 10.2.0.1/24  <->  client ns:  eth0 10.2.0.2/24 (a pod)
+func TestKernelNATUnallocatedServiceAddress(t *testing.T) {
+	kp := newKernelProxy(t, time.Minute)
+	ctx := context.Background()
+	mustNoErr(t, kerneltest.Do(kp.ns, func() error {
+		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644)
+	}), "enable forwarding")
+	backend := backendNS(t, kp.ns, "veth-a", "10.1.0.1", "10.1.0.2")
+	client := backendNS(t, kp.ns, "veth-c", "10.2.0.1", "10.2.0.2")
+	bh, nh := kerneltest.Handle(t, backend), kerneltest.Handle(t, kp.ns)
+	eth0, err := bh.LinkByName("eth0")
+	mustNoErr(t, err, "backend eth0")
+	for _, a := range []string{"10.96.0.200", "10.97.0.200"} {
+		mustNoErr(t, bh.AddrAdd(eth0, &netlink.Addr{IPNet: &net.IPNet{IP: net.ParseIP(a), Mask: net.CIDRMask(32, 32)}}), "address %s", a)
+		mustNoErr(t, nh.RouteAdd(&netlink.Route{Dst: &net.IPNet{IP: net.ParseIP(a), Mask: net.CIDRMask(32, 32)}, Gw: net.ParseIP("10.1.0.2")}), "route %s", a)
+		serveSourceIn(t, backend, a+":80")
+	}
+	serveSourceIn(t, backend, "10.1.0.2:8080")
+
+	web := svc("default", "web", 80, clusterIPs("10.96.0.10"))
+	st := newState(testNode, []*model.ServicePort{web}, map[model.ServicePortKey]model.Endpoints{web.Key: {ep("10.1.0.2:8080@"+thisNode, "rs")}})
+	mustNoErr(t, kp.Sync(ctx, st, &model.Changes{Full: true}), "sync IPVS")
+	b, err := nft.New(nft.Config{NetNSFd: int(kp.ns)})
+	mustNoErr(t, err, "nftables backend")
+	t.Cleanup(func() { b.Close() })
+	b.Add(NewNAT(b.Table(), NATConfig{PlanConfig: PlanConfig{NodeName: thisNode},
+		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+		ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16")}}))
+	mustNoErr(t, b.Sync(ctx, st, &model.Changes{Full: true}), "sync nftables")
+
+	ask := func(from netns.NsHandle, dst string, timeout time.Duration) (string, error) {
+		var got string
+		err := kerneltest.Do(from, func() error {
+			c, err := net.DialTimeout("tcp4", dst, timeout)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(timeout))
+			b, err := io.ReadAll(c)
+			got = string(b)
+			return err
+		})
+		return got, err
+	}
+	for _, from := range []struct {
+		name string
+		ns   netns.NsHandle
+	}{{"pod", client}, {"node", kp.ns}} {
+		if _, err := ask(from.ns, "10.97.0.200:80", 20*time.Second); err != nil {
+			t.Errorf("%s to an address outside the service CIDR: %v, want an answer", from.name, err)
+		}
+		if _, err := ask(from.ns, "10.96.0.10:80", 20*time.Second); err != nil {
+			t.Errorf("%s to the cluster IP: %v, want an answer", from.name, err)
+		}
+		if got, err := ask(from.ns, "10.96.0.200:80", 3*time.Second); err == nil {
+			t.Errorf("%s reached unallocated 10.96.0.200 (the server saw %s); want it dropped", from.name, got)
+		}
 	}
 }
 

@@ -67,13 +67,28 @@ import (
 //	chain ipvs-firewall, ipvs-firewall-output
 //	  ip daddr <lb ip> tcp dport <port> ip saddr != @ipvs-lb-sources-v4/… drop
 //
+// With --service-cluster-ip-range, traffic to an address in it that no
+// virtual service has is dropped, as kube-proxy does (it would otherwise
+// leave by the default route). Addresses with a virtual service are on
+// kube-dummy-if, so their traffic is delivered locally and never forwarded;
+// the node's own reaches the output hook after IPVS translated it (IPVS
+// hooks LOCAL_OUT at priority -98), so what is left there in the range has
+// no virtual service, but for a service address on a port none has, which
+// ipvs-input drops on delivery:
+//
+//	set ipvs-service-cidrs-v4  the service CIDRs (interval)
+//	chain ipvs-unallocated-forward (filter forward), ipvs-unallocated-output (filter output)
+//	  ip daddr @ipvs-service-cidrs-v4 ip daddr != @ipvs-vips-v4 drop
+//
 // Chain names.
 const (
-	natChainMark           = "ipvs-mark"
-	natChainPostrouting    = "ipvs-postrouting"
-	natChainInput          = "ipvs-input"
-	natChainFirewall       = "ipvs-firewall"
-	natChainFirewallOutput = "ipvs-firewall-output"
+	natChainMark              = "ipvs-mark"
+	natChainPostrouting       = "ipvs-postrouting"
+	natChainInput             = "ipvs-input"
+	natChainFirewall          = "ipvs-firewall"
+	natChainFirewallOutput    = "ipvs-firewall-output"
+	natChainUnallocated       = "ipvs-unallocated-forward"
+	natChainUnallocatedOutput = "ipvs-unallocated-output"
 )
 
 // sourcesSet names the set of clients loadBalancerSourceRanges allow for a
@@ -124,6 +139,7 @@ func hairpinSet(v6 bool) string       { return "ipvs-hairpin-" + fam(v6) }
 func clusterCIDRsSet(v6 bool) string  { return "ipvs-cluster-cidrs-" + fam(v6) }
 func localExternalSet(v6 bool) string { return "ipvs-local-external-" + fam(v6) }
 func externalSet(v6 bool) string      { return "ipvs-external-" + fam(v6) }
+func serviceCIDRsSet(v6 bool) string  { return "ipvs-service-cidrs-" + fam(v6) }
 
 // natSets are the set definitions of one family.
 func (n *NAT) natSets(v6 bool) []ruleset.Set {
@@ -142,7 +158,17 @@ func (n *NAT) natSets(v6 bool) []ruleset.Set {
 			ruleset.Set{Name: externalSet(v6), Type: svc,
 				Comment: "IPVS NodePorts, external and LB IPs of traffic policy Cluster: always masqueraded"})
 	}
+	if n.serviceCIDRs(v6) != nil {
+		sets = append(sets, ruleset.Set{Name: serviceCIDRsSet(v6), Type: ruleset.AddrKey(v6), Interval: true,
+			Comment: "service CIDRs: addresses in them on no virtual service are dropped"})
+	}
 	return sets
+}
+
+// serviceCIDRs are the elements of the service-CIDR set of a family, nil
+// when --service-cluster-ip-range has none of it.
+func (n *NAT) serviceCIDRs(v6 bool) []ruleset.Element {
+	return ruleset.PrefixRanges(n.cfg.ServiceCIDRs, nil, v6)
 }
 
 // putSets defines the sets of the families in fams that are not in had.
@@ -151,6 +177,9 @@ func (n *NAT) putSets(fams, had [2]bool) {
 		if fams[i] && !had[i] {
 			for _, s := range n.natSets(v6) {
 				n.t.PutSet(s)
+			}
+			if ranges := n.serviceCIDRs(v6); ranges != nil {
+				n.t.ReplaceElements(serviceCIDRsSet(v6), ranges)
 			}
 		}
 	}
@@ -172,11 +201,12 @@ func (n *NAT) deleteSets(had, fams [2]bool) {
 func (n *NAT) putChains() {
 	fams := famList(n.fams)
 	if len(fams) == 0 {
-		for _, c := range []string{natChainMark, natChainPostrouting, natChainInput} {
+		for _, c := range []string{natChainMark, natChainPostrouting, natChainInput, natChainUnallocated, natChainUnallocatedOutput} {
 			n.t.DeleteChain(c)
 		}
 		return
 	}
+	var unallocated []ruleset.Rule
 	var mark []ruleset.Rule
 	post := []ruleset.Rule{{Matches: []ruleset.Match{
 		ruleset.MarkHas{Bits: ruleset.MasqueradeMark}, ruleset.MarkClear{Bits: ruleset.MasqueradeMark},
@@ -210,6 +240,18 @@ func (n *NAT) putChains() {
 			ruleset.Rule{Matches: []ruleset.Match{vip, ruleset.CtEstablished{}}, Verdict: ruleset.Accept{}},
 			ruleset.Rule{Matches: []ruleset.Match{vip, echo}, Verdict: ruleset.Accept{}},
 			ruleset.Rule{Matches: []ruleset.Match{vip}, Verdict: ruleset.Drop{}})
+		if n.serviceCIDRs(v6) != nil {
+			unallocated = append(unallocated, ruleset.Rule{Matches: []ruleset.Match{ruleset.AddrIn{V6: v6, Set: serviceCIDRsSet(v6)},
+				ruleset.AddrIn{V6: v6, Not: true, Set: vipsSet(v6)}}, Verdict: ruleset.Drop{}})
+		}
+	}
+	for _, c := range []struct{ name, hook string }{{natChainUnallocated, "forward"}, {natChainUnallocatedOutput, "output"}} {
+		if len(unallocated) == 0 {
+			n.t.DeleteChain(c.name)
+			continue
+		}
+		n.t.PutChain(&ruleset.Chain{Name: c.name, Base: &ruleset.Hook{Hook: c.hook, Type: "filter"},
+			Rules: unallocated, Comment: "IPVS: drop traffic to service CIDR addresses no virtual service has"})
 	}
 	n.t.PutChain(&ruleset.Chain{Name: natChainMark, Base: &ruleset.Hook{Hook: "prerouting", Type: "nat", Priority: -100},
 		Rules: mark, Comment: "IPVS: mark connections to services for masquerading"})

@@ -68,6 +68,9 @@ func TestNATShapes(t *testing.T) {
 		{name: "masquerade-all", ports: []*model.ServicePort{web(nodePort)}, cfg: NATConfig{MasqueradeAll: true}},
 		{name: "cluster-cidr-flag", ports: []*model.ServicePort{web(dualStack)},
 			cfg: NATConfig{ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00:10::/56")}}},
+		// IPv4 range only: only IPv4 unallocated addresses are dropped.
+		{name: "service-cidr-flag", ports: []*model.ServicePort{web(dualStack)},
+			cfg: NATConfig{ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16")}}},
 		{name: "hairpin-annotation", ports: append(dns, web(hairpin, dualStack, nodePort))},
 		{name: "hairpin-mode", ports: append(dns, web(dualStack)), cfg: NATConfig{HairpinAll: true}},
 		{name: "load-balancer-source-ranges", ports: []*model.ServicePort{web(dualStack, func(sp *model.ServicePort) {
@@ -165,7 +168,8 @@ func TestNATAnyStateFollowsAnyOther(t *testing.T) {
 		}
 		return modeltest.NewState(nodes, ports, eps)
 	}
-	for _, cfg := range []NATConfig{{}, {MasqueradeAll: true}, {HairpinAll: true}} {
+	for _, cfg := range []NATConfig{{}, {MasqueradeAll: true}, {HairpinAll: true},
+		{ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16"), netip.MustParsePrefix("fd00:96::/112")}}} {
 		cfg.NodeName = thisNode
 		tab := ruleset.NewTable("inet", "nfrouter")
 		n := NewNAT(tab, cfg)
@@ -180,5 +184,33 @@ func TestNATAnyStateFollowsAnyOther(t *testing.T) {
 			}
 			prev = next
 		}
+	}
+}
+
+// TestNATNoClusterCIDRs checks when the NAT part says that pods'
+// connections are masqueraded for want of cluster CIDRs, and that it notices
+// when nodes bring pod CIDRs.
+func TestNATNoClusterCIDRs(t *testing.T) {
+	bare := modeltest.NewState([]*model.Node{{Name: thisNode, InternalIPs: addrs("192.168.1.10")}}, nil, nil)
+	for _, c := range []struct {
+		name string
+		cfg  NATConfig
+		want bool
+	}{
+		{"no flag, nodes without pod CIDRs", NATConfig{}, true},
+		{"--cluster-cidr", NATConfig{ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}, false},
+		{"--masquerade-all asks for it", NATConfig{MasqueradeAll: true}, false},
+	} {
+		c.cfg.NodeName = thisNode
+		_, n := planNAT(bare, c.cfg)
+		if got := n.NoClusterCIDRs(); got != c.want {
+			t.Errorf("%s: NoClusterCIDRs() = %v, want %v", c.name, got, c.want)
+		}
+	}
+	_, n := planNAT(bare, NATConfig{PlanConfig: PlanConfig{NodeName: thisNode}})
+	withCIDRs := modeltest.NewState(natNodes(), nil, nil)
+	n.Plan(t.Context(), withCIDRs, modeltest.ServiceChanges(bare, withCIDRs))
+	if n.NoClusterCIDRs() {
+		t.Error("nodes brought pod CIDRs, NoClusterCIDRs() still true")
 	}
 }

@@ -16,6 +16,9 @@ type PlanConfig struct {
 	// NodePortBindOnAllIPs (--nodeport-bindon-all-ip) makes NodePorts listen on
 	// every address of the Node object instead of its node IP per family.
 	NodePortBindOnAllIPs bool
+	// NodePortCIDRs (--nodeport-addresses) serve NodePorts only on the
+	// addresses of the Node object within them; nil: as above.
+	NodePortCIDRs []netip.Prefix
 }
 
 // planServicePort returns the virtual services of one service port, sorted by
@@ -36,7 +39,7 @@ func planServicePort(sp *model.ServicePort, eps model.Endpoints, node *model.Nod
 		}
 		local := sp.Options.Local || (kind.External() && sp.ExternalTrafficLocal) || (!kind.External() && sp.InternalTrafficLocal)
 		for _, a := range addrs {
-			dests := destinations(eps, a.Is4(), local, cfg.NodeName)
+			dests := destinations(eps, a.Is4(), local, node, cfg.NodeName, sp.TrafficDistribution)
 			if local && len(dests) == 0 {
 				continue
 			}
@@ -62,7 +65,7 @@ func planServicePort(sp *model.ServicePort, eps model.Endpoints, node *model.Nod
 	// A NodePort serves the families of the service, not every family the
 	// node has.
 	var nodeAddrs []netip.Addr
-	for _, a := range node.NodePortAddrs(cfg.NodePortBindOnAllIPs) {
+	for _, a := range node.NodePortAddrs(cfg.NodePortBindOnAllIPs, cfg.NodePortCIDRs) {
 		if hasFamily(sp.ClusterIPs, a.Is4()) {
 			nodeAddrs = append(nodeAddrs, a)
 		}

@@ -1,6 +1,7 @@
 package ipvs
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -28,6 +29,7 @@ func TestPlanShapes(t *testing.T) {
 		ports   []*model.ServicePort
 		eps     map[model.ServicePortKey]model.Endpoints
 		bindAll bool
+		cidrs   []netip.Prefix // --nodeport-addresses
 	}{
 		{name: "cluster-ip", ports: []*model.ServicePort{web()},
 			eps: map[model.ServicePortKey]model.Endpoints{webKey: append(threeEps, ep("10.1.0.9:8080@"+thisNode, ""))}},
@@ -49,6 +51,9 @@ func TestPlanShapes(t *testing.T) {
 			eps: map[model.ServicePortKey]model.Endpoints{webKey: threeEps}},
 		{name: "node-port-bindon-all-ip", ports: []*model.ServicePort{web(nodePort)}, bindAll: true,
 			eps: map[model.ServicePortKey]model.Endpoints{webKey: threeEps}},
+		{name: "node-port-addresses", ports: []*model.ServicePort{web(clusterIPs("10.96.0.10", "fd00:96::10"), nodePort)},
+			cidrs: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("fd00:1::/64")},
+			eps:   map[model.ServicePortKey]model.Endpoints{webKey: threeEps}},
 		{name: "external-and-load-balancer-ips", ports: []*model.ServicePort{web(func(sp *model.ServicePort) {
 			sp.ExternalIPs = addrs("198.51.100.7")
 			sp.LoadBalancerIPs = addrs("198.51.100.80", "2001:db8::80")
@@ -103,7 +108,7 @@ func TestPlanShapes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := NewPlanner(PlanConfig{NodeName: thisNode, NodePortBindOnAllIPs: tc.bindAll})
+			p := NewPlanner(PlanConfig{NodeName: thisNode, NodePortBindOnAllIPs: tc.bindAll, NodePortCIDRs: tc.cidrs})
 			res := p.Update(newState(node, tc.ports, tc.eps), &model.Changes{Full: true})
 			compareGolden(t, "plan/"+tc.name, dumpPlanner(p)+dumpProblems(res.Problems))
 		})

@@ -80,8 +80,9 @@ func (p *Planner) Update(state *model.State, changes *model.Changes) *Result {
 // affectedPorts lists, sorted, the service ports to plan again: on a full
 // sync (changes nil or Full) every one in state or in planned (what was
 // planned before); otherwise the changed ones and, when this node changed,
-// every NodePort, whose addresses are the node's. A port that stopped being
-// a NodePort, or went, is among the changed ones.
+// every one: NodePorts' addresses are the node's, and its zone decides
+// which endpoints topology-aware routing picks. A port that went is among
+// the changed ones.
 func affectedPorts[V any](state *model.State, changes *model.Changes, nodeName string, planned map[model.ServicePortKey]V) []model.ServicePortKey {
 	set := map[model.ServicePortKey]struct{}{}
 	if changes == nil || changes.Full {
@@ -95,10 +96,8 @@ func affectedPorts[V any](state *model.State, changes *model.Changes, nodeName s
 		maps.Copy(set, changes.ServicePorts)
 		maps.Copy(set, changes.Endpoints)
 		if changes.Nodes.Has(nodeName) {
-			for k, sp := range state.ServicePorts {
-				if sp.NodePort != 0 {
-					set[k] = struct{}{}
-				}
+			for k := range state.ServicePorts {
+				set[k] = struct{}{}
 			}
 		}
 	}

@@ -18,6 +18,13 @@
 // proportional to what changed. Snapshots are copy-on-write per kind, so a kind
 // that did not change costs nothing to snapshot.
 //
+// # Topology
+//
+// EndpointSlice hints, the node's zone label and a service's
+// trafficDistribution (or topology-mode annotation) come through, and
+// Endpoints.ClusterServing applies kube-proxy's rules to them
+// (topology.go), so that both proxy modes choose alike.
+//
 // This package imports the Kubernetes API types for conversion only; it imports
 // neither client-go nor anything that talks to the kernel.
 package model

@@ -41,6 +41,12 @@ type SliceEndpoint struct {
 	Addr       netip.Addr
 	Node, Zone string
 	Conditions EndpointConditions
+	// Hints are the endpoint's topology hints, nil when it has none.
+	Hints *EndpointHints
+}
+
+func (e SliceEndpoint) equal(o SliceEndpoint) bool {
+	return e.Addr == o.Addr && e.Node == o.Node && e.Zone == o.Zone && e.Conditions == o.Conditions && e.Hints.equal(o.Hints)
 }
 
 // EndpointConditions are an endpoint's readiness conditions.
@@ -54,13 +60,20 @@ type Endpoint struct {
 	Port       uint16
 	Node, Zone string
 	EndpointConditions
+	// Hints are the endpoint's topology hints, nil when it has none.
+	Hints *EndpointHints
+}
+
+func (e Endpoint) equal(o Endpoint) bool {
+	return e.Addr == o.Addr && e.Port == o.Port && e.Node == o.Node && e.Zone == o.Zone &&
+		e.EndpointConditions == o.EndpointConditions && e.Hints.equal(o.Hints)
 }
 
 // Endpoints are the backends of one service port, sorted by address and port.
 type Endpoints []Endpoint
 
 // Equal reports whether two endpoint lists are the same.
-func (e Endpoints) Equal(o Endpoints) bool { return slices.Equal(e, o) }
+func (e Endpoints) Equal(o Endpoints) bool { return slices.EqualFunc(e, o, Endpoint.equal) }
 
 // EndpointSliceFromAPI converts an EndpointSlice. It returns nil for slices the
 // proxy never reads: FQDN slices, slices of headless services (the
@@ -111,6 +124,7 @@ func EndpointSliceFromAPI(s *discoveryv1.EndpointSlice) *EndpointSlice {
 		if e.Zone != nil {
 			se.Zone = *e.Zone
 		}
+		se.Hints = hintsFromAPI(e.Hints)
 		out.Endpoints = append(out.Endpoints, se)
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s.Annotations[AnnotationTriggerTime]); err == nil {
@@ -140,7 +154,25 @@ func (s *EndpointSlice) Equal(o *EndpointSlice) bool {
 	if s == nil || o == nil {
 		return s == o
 	}
-	return s.Service == o.Service && slices.Equal(s.Ports, o.Ports) && slices.Equal(s.Endpoints, o.Endpoints)
+	return s.Service == o.Service && slices.Equal(s.Ports, o.Ports) && slices.EqualFunc(s.Endpoints, o.Endpoints, SliceEndpoint.equal)
+}
+
+// hintsFromAPI converts an endpoint's hints; nil when there are none.
+func hintsFromAPI(h *discoveryv1.EndpointHints) *EndpointHints {
+	if h == nil || len(h.ForZones) == 0 && len(h.ForNodes) == 0 {
+		return nil
+	}
+	out := &EndpointHints{}
+	for _, z := range h.ForZones {
+		out.ForZones = append(out.ForZones, z.Name)
+	}
+	for _, n := range h.ForNodes {
+		out.ForNodes = append(out.ForNodes, n.Name)
+	}
+	slices.Sort(out.ForZones)
+	slices.Sort(out.ForNodes)
+	out.ForZones, out.ForNodes = slices.Compact(out.ForZones), slices.Compact(out.ForNodes)
+	return out
 }
 
 // joinEndpoints returns the endpoints of one service port from all slices of
@@ -155,7 +187,7 @@ func joinEndpoints(key ServicePortKey, slicesOfService []*EndpointSlice) Endpoin
 				continue
 			}
 			for _, e := range s.Endpoints {
-				out = append(out, Endpoint{Addr: e.Addr, Port: p.Port, Node: e.Node, Zone: e.Zone, EndpointConditions: e.Conditions})
+				out = append(out, Endpoint{Addr: e.Addr, Port: p.Port, Node: e.Node, Zone: e.Zone, EndpointConditions: e.Conditions, Hints: e.Hints})
 			}
 		}
 	}

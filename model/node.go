@@ -20,6 +20,9 @@ type Node struct {
 	InternalIPs []netip.Addr // sorted
 	ExternalIPs []netip.Addr // sorted
 	PodCIDRs    []netip.Prefix
+	// Zone is the node's topology.kubernetes.io/zone label, "" when none:
+	// the zone whose topology hints its proxy follows.
+	Zone string
 	// Annotations holds only the kube-router.io/ annotations.
 	Annotations map[string]string
 }
@@ -35,7 +38,7 @@ func NodeFromAPI(n *corev1.Node) (*Node, error) {
 			external = append(external, a.Address)
 		}
 	}
-	out := &Node{Name: n.Name, Annotations: KubeRouterAnnotations(n.Annotations)}
+	out := &Node{Name: n.Name, Zone: n.Labels[corev1.LabelTopologyZone], Annotations: KubeRouterAnnotations(n.Annotations)}
 	var err error
 	if out.InternalIPs, err = parseAddrs(internal); err != nil {
 		return nil, fmt.Errorf("node %s: internal address: %w", n.Name, err)
@@ -80,5 +83,5 @@ func (n *Node) Equal(o *Node) bool {
 	}
 	return n.Name == o.Name && slices.Equal(n.InternalIPs, o.InternalIPs) &&
 		slices.Equal(n.ExternalIPs, o.ExternalIPs) && slices.Equal(n.PodCIDRs, o.PodCIDRs) &&
-		maps.Equal(n.Annotations, o.Annotations)
+		n.Zone == o.Zone && maps.Equal(n.Annotations, o.Annotations)
 }

@@ -78,6 +78,9 @@ type ServicePort struct {
 	// 0 when none (a service of external traffic policy Local and type
 	// LoadBalancer has one).
 	HealthCheckNodePort uint16
+	// TrafficDistribution is the service's preference for close endpoints
+	// (spec.trafficDistribution or the topology-mode annotation).
+	TrafficDistribution TrafficDistribution
 	Options             ProxyOptions
 }
 
@@ -165,6 +168,7 @@ func ServicePortsFromAPI(svc *corev1.Service) ([]*ServicePort, error) {
 		}
 	}
 	opts := proxyOptions(svc.Annotations)
+	dist := trafficDistribution(svc)
 	out := make([]*ServicePort, 0, len(svc.Spec.Ports))
 	for _, p := range svc.Spec.Ports {
 		proto, err := protocolFromAPI(p.Protocol)
@@ -184,6 +188,7 @@ func ServicePortsFromAPI(svc *corev1.Service) ([]*ServicePort, error) {
 			AffinityTimeout:          affinity,
 			ExternalTrafficLocal:     svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
 			InternalTrafficLocal:     svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal,
+			TrafficDistribution:      dist,
 			Options:                  opts,
 		}
 		if svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer {

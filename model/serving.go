@@ -30,11 +30,22 @@ func (e Endpoints) Serving(is4, local bool, nodeName string) Endpoints {
 }
 
 // NodePortAddrs are the addresses a NodePort listens on: the node's first
-// internal address of each family (its node IPs; the external one when it
-// has no internal one), or with all every address the Node object lists.
-func (n *Node) NodePortAddrs(all bool) []netip.Addr {
+// internal address of each family (its node IPs, kube-proxy's "primary";
+// the external one when it has no internal one), or with all every address
+// the Node object lists, or with cidrs (--nodeport-addresses) every address
+// it lists within them.
+func (n *Node) NodePortAddrs(all bool, cidrs []netip.Prefix) []netip.Addr {
 	if n == nil {
 		return nil
+	}
+	if len(cidrs) > 0 {
+		var out []netip.Addr
+		for _, a := range n.NodePortAddrs(true, nil) {
+			if slices.ContainsFunc(cidrs, func(p netip.Prefix) bool { return p.Contains(a) }) {
+				out = append(out, a)
+			}
+		}
+		return out
 	}
 	if all {
 		out := slices.Clone(n.InternalIPs)

@@ -29,6 +29,8 @@ type ServiceProxyConfig struct {
 	NodeName string
 	// NodePortBindOnAllIPs is --nodeport-bindon-all-ip.
 	NodePortBindOnAllIPs bool
+	// NodePortCIDRs is --nodeport-addresses given as CIDRs.
+	NodePortCIDRs []netip.Prefix
 	// MasqueradeAll is --masquerade-all.
 	MasqueradeAll bool
 	// ClusterCIDRs is --cluster-cidr; nil means every node's pod CIDRs.
@@ -81,6 +83,7 @@ func NewServiceProxy(t *ruleset.Table, cfg ServiceProxyConfig) (*ServiceProxy, e
 	return &ServiceProxy{cfg: cfg, log: log.With("part", "service-proxy"), problems: g, current: map[model.ServicePortKey]struct{}{},
 		stale: sm, pending: pendingStale{gone: map[conntrack.ServiceAddr]struct{}{}, affinity: map[string]struct{}{}},
 		planner: svcproxy.New(t, svcproxy.Config{NodeName: cfg.NodeName, NodePortBindOnAllIPs: cfg.NodePortBindOnAllIPs,
+			NodePortCIDRs: cfg.NodePortCIDRs,
 			MasqueradeAll: cfg.MasqueradeAll, ClusterCIDRs: cfg.ClusterCIDRs, ServiceCIDRs: cfg.ServiceCIDRs})}, nil
 }
 

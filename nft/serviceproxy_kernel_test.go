@@ -33,7 +33,7 @@ func TestKernelServiceProxyRoundTrip(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			ns := kerneltest.NewNetNS(t)
 			mk := func(tbl *ruleset.Table) []Part {
-				p, err := NewServiceProxy(tbl, ServiceProxyConfig{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: c.BindAll,
+				p, err := NewServiceProxy(tbl, ServiceProxyConfig{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: c.BindAll, NodePortCIDRs: c.NodePortCIDRs,
 					MasqueradeAll: c.MasqueradeAll, ClusterCIDRs: c.ClusterCIDRs, ServiceCIDRs: c.ServiceCIDRs, NetNSFd: int(ns)})
 				if err != nil {
 					t.Fatal(err)

@@ -53,7 +53,7 @@ func allShapes(t testing.TB) []shape {
 	for _, c := range svcfixture.Cases() {
 		out = append(out, shape{name: "svcproxy/" + c.Name, state: c.State,
 			parts: func(t testing.TB, tbl *ruleset.Table, ns int) []Part {
-				p, err := NewServiceProxy(tbl, ServiceProxyConfig{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: c.BindAll,
+				p, err := NewServiceProxy(tbl, ServiceProxyConfig{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: c.BindAll, NodePortCIDRs: c.NodePortCIDRs,
 					MasqueradeAll: c.MasqueradeAll, ClusterCIDRs: c.ClusterCIDRs, NetNSFd: ns})
 				if err != nil {
 					t.Fatal(err)

@@ -25,7 +25,10 @@ func Slim(obj any) (any, error) {
 	case *networkingv1.NetworkPolicy:
 		*o = networkingv1.NetworkPolicy{ObjectMeta: slimMeta(o.ObjectMeta), Spec: o.Spec}
 	case *corev1.Service:
-		*o = corev1.Service{ObjectMeta: slimMeta(o.ObjectMeta), Spec: o.Spec, Status: o.Status}
+		meta := slimMeta(o.ObjectMeta)
+		// The topology-mode annotation asks for topology-aware routing.
+		keepAnnotations(&meta, o.Annotations, model.AnnotationTopologyMode, model.AnnotationTopologyAwareHints)
+		*o = corev1.Service{ObjectMeta: meta, Spec: o.Spec, Status: o.Status}
 	case *discoveryv1.EndpointSlice:
 		slimEndpointSlice(o)
 	case *corev1.Node:
@@ -82,22 +85,37 @@ func slimEndpointSlice(s *discoveryv1.EndpointSlice) {
 			Conditions: e.Conditions,
 			NodeName:   e.NodeName,
 			Zone:       e.Zone,
+			Hints:      e.Hints, // topology-aware routing
 		}
 	}
 	meta := slimMeta(s.ObjectMeta)
 	// The trigger time measures network programming latency; kept as an
 	// annotation so that the model converts it like the rest.
-	if t, ok := s.Annotations[model.AnnotationTriggerTime]; ok {
-		meta.Annotations = maps.Clone(meta.Annotations)
-		if meta.Annotations == nil {
-			meta.Annotations = map[string]string{}
-		}
-		meta.Annotations[model.AnnotationTriggerTime] = t
-	}
+	keepAnnotations(&meta, s.Annotations, model.AnnotationTriggerTime)
 	*s = discoveryv1.EndpointSlice{
 		ObjectMeta:  meta,
 		AddressType: s.AddressType,
 		Ports:       s.Ports,
 		Endpoints:   s.Endpoints,
+	}
+}
+
+// keepAnnotations copies the named annotations of from into the slimmed
+// meta's, which may be shared with nothing else once cloned.
+func keepAnnotations(meta *metav1.ObjectMeta, from map[string]string, names ...string) {
+	cloned := false
+	for _, name := range names {
+		v, ok := from[name]
+		if !ok {
+			continue
+		}
+		if !cloned {
+			meta.Annotations = maps.Clone(meta.Annotations)
+			if meta.Annotations == nil {
+				meta.Annotations = map[string]string{}
+			}
+			cloned = true
+		}
+		meta.Annotations[name] = v
 	}
 }

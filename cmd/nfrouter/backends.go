@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/nfrouter/nfrouter/bgp/cni"
 	"github.com/nfrouter/nfrouter/cmd/nfrouter/svchealth"
 	"github.com/nfrouter/nfrouter/ipvs"
+	"github.com/nfrouter/nfrouter/model"
 	"github.com/nfrouter/nfrouter/nft"
 	"github.com/nfrouter/nfrouter/nft/ruleset"
 	"github.com/nfrouter/nfrouter/watch"
@@ -56,7 +58,13 @@ func newBackends(w wiring) (*backends, error) {
 	if w.proxyMode != "" && w.health != nil {
 		// Load balancers' health checks (healthCheckNodePort) answer from
 		// the model, in either proxy mode.
-		hc := svchealth.New(svchealth.Config{NodeName: w.nodeName, Healthy: w.health.Check, Log: w.log})
+		cfg := svchealth.Config{NodeName: w.nodeName, Healthy: w.health.Check, Log: w.log}
+		if w.o.proxy.nodePortAddressesGiven {
+			// kube-proxy serves them where it serves NodePorts.
+			cidrs := w.o.proxy.nodePortPrefixes
+			cfg.Addresses = func(n *model.Node) []netip.Addr { return n.NodePortAddrs(false, cidrs) }
+		}
+		hc := svchealth.New(cfg)
 		b.list, b.closers = append(b.list, hc), append(b.closers, func() error { hc.Close(); return nil })
 	}
 	if w.o.runRouter {

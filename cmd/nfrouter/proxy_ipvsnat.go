@@ -12,10 +12,13 @@ import (
 func ipvsNATPart(w wiring) nftPart {
 	return func(t *ruleset.Table) (nft.Part, error) {
 		return ipvs.NewNAT(t, ipvs.NATConfig{
-			PlanConfig:    ipvs.PlanConfig{NodeName: w.nodeName, NodePortBindOnAllIPs: w.o.proxy.nodePortBindOnAllIP},
+			PlanConfig: ipvs.PlanConfig{NodeName: w.nodeName, NodePortBindOnAllIPs: w.o.proxy.nodePortBindOnAllIP,
+				NodePortCIDRs: w.o.proxy.nodePortPrefixes},
 			MasqueradeAll: w.o.proxy.masqueradeAll,
 			ClusterCIDRs:  w.o.proxy.clusterPrefixes,
 			HairpinAll:    w.o.proxy.hairpinMode,
+			ServiceCIDRs:  w.o.proxy.servicePrefixes,
+			Log:           w.log,
 		}), nil
 	}
 }

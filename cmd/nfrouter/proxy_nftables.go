@@ -13,6 +13,7 @@ func nftablesProxyPart(w wiring) nftPart {
 		cfg := nft.ServiceProxyConfig{
 			NodeName:             w.nodeName,
 			NodePortBindOnAllIPs: w.o.proxy.nodePortBindOnAllIP,
+			NodePortCIDRs:        w.o.proxy.nodePortPrefixes,
 			MasqueradeAll:        w.o.proxy.masqueradeAll,
 			ClusterCIDRs:         w.o.proxy.clusterPrefixes,
 			ServiceCIDRs:         w.o.proxy.servicePrefixes,

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cloudflare/ipvs"
+	"github.com/spf13/pflag"
 
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
 )
@@ -20,10 +22,33 @@ func TestProxyFlagsAreValidated(t *testing.T) {
 		{[]string{"--service-proxy", "iptables"}, `--service-proxy must be ipvs, nftables or auto, not "iptables"`},
 		{[]string{"--ipvs-graceful-period", "-1s"}, "--ipvs-graceful-period must not be negative"},
 		{[]string{"--service-node-port-range", "32767-30000"}, "--service-node-port-range: want FIRST-LAST"},
+		{[]string{"--nodeport-addresses", "eth0"}, `--nodeport-addresses: netip.ParsePrefix("eth0")`},
+		{[]string{"--nodeport-addresses", "primary,10.0.0.0/8"}, `--nodeport-addresses must be "primary" alone or a list of CIDRs, not "primary,10.0.0.0/8"`},
+		{[]string{"--nodeport-addresses", "10.0.0.1/8"}, "--nodeport-addresses: 10.0.0.1/8 has host bits set (did you mean 10.0.0.0/8?)"},
+		{[]string{"--nodeport-addresses", "primary", "--nodeport-bindon-all-ip"}, "--nodeport-addresses and --nodeport-bindon-all-ip=true contradict each other"},
 	} {
 		code, _, stderr := runCommand(t, tc.args...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tc.args, code, stderr, exitUsage, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		args  []string
+		given bool
+		cidrs []netip.Prefix
+	}{
+		{nil, false, nil},
+		{[]string{"--nodeport-addresses", "primary"}, true, nil},
+		{[]string{"--nodeport-addresses", "192.168.0.0/16, fd00::/64"}, true, []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16"), netip.MustParsePrefix("fd00::/64")}},
+	} {
+		var p proxyOptions
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		p.addFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if errs := p.validate(); len(errs) != 0 || p.nodePortAddressesGiven != tc.given || !slices.Equal(p.nodePortPrefixes, tc.cidrs) {
+			t.Errorf("%v: given %v, CIDRs %v, errors %v; want %v, %v", tc.args, p.nodePortAddressesGiven, p.nodePortPrefixes, errs, tc.given, tc.cidrs)
 		}
 	}
 	for _, s := range []string{"30000-32767", "30000:32767"} {

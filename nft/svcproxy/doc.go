@@ -124,7 +124,8 @@
 //     after DNAT through the endpoint . endpoint set.
 //   - NodePorts are served on this node's addresses from the Node object:
 //     its node IP per family, or every listed address with
-//     --nodeport-bindon-all-ip, as the IPVS mode does; not on 127.0.0.1
+//     --nodeport-bindon-all-ip, or those within --nodeport-addresses, as
+//     the IPVS mode does; not on 127.0.0.1
 //     (kube-proxy's nftables mode does not serve localhost either, and it
 //     would need route_localnet).
 //   - Traffic policies Local keep only this node's endpoints; an address
@@ -141,6 +142,13 @@
 //     endpoint, got its first, or went, and FlowTargets lists every such
 //     address with its endpoints now: the caller deletes the conntrack
 //     entries no current endpoint answers (package nft/conntrack).
+//   - Topology-aware routing picks which endpoints this node uses for
+//     traffic of policy Cluster (model.Endpoints.ClusterServing: the
+//     EndpointSlices' hints for this node or its zone, by kube-proxy's
+//     rules); it changes the elements an address has, never a rule.
+//     Policy Local takes precedence; the in-cluster endpoints of policy
+//     Local addresses (services-internal) follow topology, as kube-proxy's
+//     cluster endpoints do.
 //   - Addresses no one claims twice: when two service ports want one
 //     address, the smaller key owns it, whatever the order they came in,
 //     and the other reports an AddressConflict.

@@ -118,14 +118,19 @@ func planPort(sp *model.ServicePort, eps model.Endpoints, node *model.Node, cfg 
 					// kube-router's service.local annotation asks for
 					// local endpoints only, whoever the client.
 					vp.Internal = []endpoint{}
-					for _, e := range eps.Serving(a.Is4(), false, cfg.NodeName) {
+					for _, e := range eps.ClusterServing(a.Is4(), node, sp.TrafficDistribution) {
 						vp.Internal = append(vp.Internal, endpoint{netip.AddrPortFrom(e.Addr, e.Port), e.Node == cfg.NodeName})
 					}
 				}
 			case external:
 				vp.Masquerade = masqueradeAlways
 			}
-			for _, e := range eps.Serving(a.Is4(), local, cfg.NodeName) {
+			serving := eps.Serving(a.Is4(), true, cfg.NodeName)
+			if !local {
+				// Topology narrows the endpoints of policy Cluster only.
+				serving = eps.ClusterServing(a.Is4(), node, sp.TrafficDistribution)
+			}
+			for _, e := range serving {
 				vp.Endpoints = append(vp.Endpoints, endpoint{netip.AddrPortFrom(e.Addr, e.Port), e.Node == cfg.NodeName})
 			}
 			if sp.AffinityTimeout > 0 {
@@ -156,7 +161,7 @@ func planPort(sp *model.ServicePort, eps model.Endpoints, node *model.Node, cfg 
 		}
 	}
 	var nodeAddrs []netip.Addr
-	for _, a := range node.NodePortAddrs(cfg.NodePortBindOnAllIPs) {
+	for _, a := range node.NodePortAddrs(cfg.NodePortBindOnAllIPs, cfg.NodePortCIDRs) {
 		if slices.ContainsFunc(sp.ClusterIPs, func(c netip.Addr) bool { return c.Is4() == a.Is4() }) {
 			nodeAddrs = append(nodeAddrs, a)
 		}

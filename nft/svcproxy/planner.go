@@ -18,6 +18,9 @@ type Config struct {
 	// NodePortBindOnAllIPs (--nodeport-bindon-all-ip) serves NodePorts on
 	// every address of the Node object, not only its node IP per family.
 	NodePortBindOnAllIPs bool
+	// NodePortCIDRs (--nodeport-addresses) serve NodePorts only on the
+	// addresses of the Node object within them; nil: as above.
+	NodePortCIDRs []netip.Prefix
 	// MasqueradeAll (--masquerade-all) masquerades every connection to a
 	// service, not only those from outside the cluster CIDRs.
 	MasqueradeAll bool

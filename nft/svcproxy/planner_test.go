@@ -20,7 +20,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 func configOf(c svcfixture.Case) Config {
-	return Config{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: c.BindAll, MasqueradeAll: c.MasqueradeAll, ClusterCIDRs: c.ClusterCIDRs, ServiceCIDRs: c.ServiceCIDRs}
+	return Config{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: c.BindAll, NodePortCIDRs: c.NodePortCIDRs, MasqueradeAll: c.MasqueradeAll, ClusterCIDRs: c.ClusterCIDRs, ServiceCIDRs: c.ServiceCIDRs}
 }
 
 func plan(st *model.State, cfg Config) (*ruleset.Table, *Result) {
@@ -73,12 +73,14 @@ func TestIncrementalEqualsFull(t *testing.T) {
 	}
 	altNode := *universe.Nodes[svcfixture.NodeName]
 	altNode.InternalIPs = modeltest.Addrs("192.168.1.12", "fd00:1::12")
+	altNode.Zone = "b" // topology picks other endpoints
 	keys := slices.SortedFunc(maps.Keys(universe.ServicePorts), model.ServicePortKey.Compare)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, cfg := range []Config{
 		{NodeName: svcfixture.NodeName},
 		{NodeName: svcfixture.NodeName, NodePortBindOnAllIPs: true, MasqueradeAll: true,
 			ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")}},
+		{NodeName: svcfixture.NodeName, NodePortCIDRs: []netip.Prefix{netip.MustParsePrefix("192.168.1.0/24"), netip.MustParsePrefix("fd00:1::/64")}},
 	} {
 		tab := ruleset.NewTable("inet", "nfrouter")
 		p := New(tab, cfg)

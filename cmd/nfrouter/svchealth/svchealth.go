@@ -39,8 +39,10 @@ import (
 type Config struct {
 	// NodeName is this node's name: endpoints on it are local.
 	NodeName string
-	// Host is the address to listen on, "" for all.
-	Host string
+	// Addresses picks the addresses of this node to listen on
+	// (--nodeport-addresses): one listener per address and port. Nil: one
+	// listener per port on every address.
+	Addresses func(*model.Node) []netip.Addr
 	// Healthy reports the proxy's health (nil: healthy); unhealthy answers
 	// 503 whatever the count, as kube-proxy does.
 	Healthy func() error
@@ -59,8 +61,9 @@ type Server struct {
 	// port, for recounting a service when one of its ports changes; only
 	// Sync touches it.
 	ports map[model.ServiceKey]map[model.ServicePortKey]struct{}
-	// listeners are the open listeners by port; only Sync touches it.
-	listeners map[uint16]*listener
+	// listeners are the open listeners by address (invalid: every
+	// address) and port; only Sync touches it.
+	listeners map[netip.AddrPort]*listener
 
 	// mu protects services.
 	mu       sync.Mutex
@@ -88,16 +91,22 @@ func New(cfg Config) *Server {
 		log = slog.Default()
 	}
 	return &Server{cfg: cfg, log: log.With("part", "service-health"),
-		ports: map[model.ServiceKey]map[model.ServicePortKey]struct{}{}, listeners: map[uint16]*listener{},
+		ports: map[model.ServiceKey]map[model.ServicePortKey]struct{}{}, listeners: map[netip.AddrPort]*listener{},
 		services: map[model.ServiceKey]service{}}
 }
 
 // Name implements watch.Backend.
 func (s *Server) Name() string { return "service-health" }
 
-// Kinds implements watch.Backend: service ports (health-check ports) and
-// endpoints (the counts).
-func (s *Server) Kinds() model.Kinds { return model.KindServicePorts | model.KindEndpoints }
+// Kinds implements watch.Backend: service ports (health-check ports),
+// endpoints (the counts) and, with Addresses, nodes (this node's
+// addresses).
+func (s *Server) Kinds() model.Kinds {
+	if s.cfg.Addresses != nil {
+		return model.KindServicePorts | model.KindEndpoints | model.KindNodes
+	}
+	return model.KindServicePorts | model.KindEndpoints
+}
 
 // Sync implements watch.Backend: it recounts the services changes names
 // (all with changes.Full) and opens and closes listeners to match.
@@ -129,12 +138,19 @@ func (s *Server) Sync(ctx context.Context, state *model.State, changes *model.Ch
 			delete(s.services, svc)
 		}
 	}
-	want := map[uint16]model.ServiceKey{}
+	hosts := []netip.Addr{{}} // every address
+	if s.cfg.Addresses != nil {
+		hosts = s.cfg.Addresses(state.Nodes[s.cfg.NodeName])
+	}
+	want := map[netip.AddrPort]model.ServiceKey{}
 	for svc, v := range s.services {
-		// Two services cannot share a port (the API server allocates
-		// them); should they, the smaller key answers.
-		if have, ok := want[v.port]; !ok || svc.String() < have.String() {
-			want[v.port] = svc
+		for _, h := range hosts {
+			// Two services cannot share a port (the API server allocates
+			// them); should they, the smaller key answers.
+			k := netip.AddrPortFrom(h, v.port)
+			if have, ok := want[k]; !ok || svc.String() < have.String() {
+				want[k] = svc
+			}
 		}
 	}
 	s.mu.Unlock()
@@ -184,20 +200,24 @@ func (s *Server) count(svc model.ServiceKey, state *model.State) (service, bool)
 
 // reconcile closes the listeners no service wants and opens the missing
 // ones.
-func (s *Server) reconcile(ctx context.Context, want map[uint16]model.ServiceKey) {
-	for port, l := range s.listeners {
-		if svc, ok := want[port]; !ok || svc != l.svc {
+func (s *Server) reconcile(ctx context.Context, want map[netip.AddrPort]model.ServiceKey) {
+	for at, l := range s.listeners {
+		if svc, ok := want[at]; !ok || svc != l.svc {
 			l.srv.Close()
-			delete(s.listeners, port)
-			s.log.InfoContext(ctx, "stopped health-check server", "service", l.svc.String(), "port", port)
+			delete(s.listeners, at)
+			s.log.InfoContext(ctx, "stopped health-check server", "service", l.svc.String(), "port", at.Port())
 		}
 	}
-	for _, port := range slices.Sorted(maps.Keys(want)) {
-		if s.listeners[port] != nil {
+	for _, at := range slices.SortedFunc(maps.Keys(want), netip.AddrPort.Compare) {
+		if s.listeners[at] != nil {
 			continue
 		}
-		svc := want[port]
-		ln, err := s.cfg.Listen("tcp", net.JoinHostPort(s.cfg.Host, strconv.Itoa(int(port))))
+		svc, port := want[at], at.Port()
+		host := ""
+		if at.Addr().IsValid() {
+			host = at.Addr().String()
+		}
+		ln, err := s.cfg.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(int(port))))
 		if err != nil {
 			s.log.WarnContext(ctx, "cannot serve health check; trying again at the next sync", "service", svc.String(), "port", port, "error", err)
 			continue
@@ -208,16 +228,16 @@ func (s *Server) reconcile(ctx context.Context, want map[uint16]model.ServiceKey
 				s.log.Warn("health-check server stopped", "service", svc.String(), "port", port, "error", err)
 			}
 		}()
-		s.listeners[port] = &listener{svc: svc, srv: srv}
+		s.listeners[at] = &listener{svc: svc, srv: srv}
 		s.log.InfoContext(ctx, "serving health check", "service", svc.String(), "port", port, "addr", ln.Addr().String())
 	}
 }
 
 // Close stops every listener.
 func (s *Server) Close() {
-	for port, l := range s.listeners {
+	for at, l := range s.listeners {
 		l.srv.Close()
-		delete(s.listeners, port)
+		delete(s.listeners, at)
 	}
 }
 

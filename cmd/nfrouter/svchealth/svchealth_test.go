@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/nfrouter/nfrouter/model"
@@ -118,5 +121,41 @@ func TestHealthCheckNodePort(t *testing.T) {
 				t.Errorf("got %d %+v, want %d with %d local endpoints (proxy down %v)", status, a, step.status, step.count, step.down)
 			}
 		})
+	}
+}
+
+// TestHealthCheckListensOnNodePortAddresses checks that with Addresses
+// (--nodeport-addresses) a health check listens on exactly the node's
+// addresses picked, and follows them when the node's addresses change.
+func TestHealthCheckListensOnNodePortAddresses(t *testing.T) {
+	lb := &loopback{t: t, addrs: map[string]string{}}
+	cidrs := []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")}
+	s := New(Config{NodeName: "node-a", Listen: lb.listen,
+		Addresses: func(n *model.Node) []netip.Addr { return n.NodePortAddrs(false, cidrs) }})
+	t.Cleanup(s.Close)
+	if s.Kinds()&model.KindNodes == 0 {
+		t.Error("Kinds leaves out nodes, whose addresses it listens on")
+	}
+	sp := modeltest.Svc("default", "web", 80, modeltest.ClusterIPs("10.96.0.10"))
+	sp.ExternalTrafficLocal, sp.HealthCheckNodePort = true, 32000
+	eps := map[model.ServicePortKey]model.Endpoints{sp.Key: {modeltest.Ep("10.1.0.2:8080@node-a", "rs")}}
+	node := func(external string) *model.Node {
+		return &model.Node{Name: "node-a", InternalIPs: modeltest.Addrs("192.168.1.10"), ExternalIPs: modeltest.Addrs(external)}
+	}
+	prev := modeltest.NewState(nil, nil, nil)
+	for _, external := range []string{"203.0.113.10", "203.0.113.11"} {
+		st := modeltest.NewState([]*model.Node{node(external)}, []*model.ServicePort{sp}, eps)
+		ch := modeltest.ServiceChanges(prev, st)
+		if err := s.Sync(t.Context(), st, ch); err != nil {
+			t.Fatal(err)
+		}
+		prev = st
+		want := []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr(external), 32000)}
+		if got := slices.SortedFunc(maps.Keys(s.listeners), netip.AddrPort.Compare); !slices.Equal(got, want) {
+			t.Errorf("node at %s: listening on %v, want %v", external, got, want)
+		}
+		if _, ok := lb.addrs[want[0].String()]; !ok {
+			t.Errorf("node at %s: asked to listen on %v, want %s among them", external, slices.Collect(maps.Keys(lb.addrs)), want[0])
+		}
 	}
 }

@@ -22,6 +22,7 @@ type Case struct {
 	BindAll, MasqueradeAll bool
 	ClusterCIDRs           []netip.Prefix
 	ServiceCIDRs           []netip.Prefix // --service-cluster-ip-range
+	NodePortCIDRs          []netip.Prefix // --nodeport-addresses
 }
 
 // Nodes are this node (two IPv4 internal addresses, one IPv6, one external)
@@ -77,6 +78,10 @@ func Cases() []Case {
 		}),
 		one("node-port", []*model.ServicePort{web(modeltest.NodePort(30080))}, eps(webKey, three)),
 		{Name: "node-port-bindon-all-ip", BindAll: true, State: modeltest.NewState(Nodes(), []*model.ServicePort{web(modeltest.NodePort(30080))}, eps(webKey, three))},
+		// --nodeport-addresses: the external address and the IPv6 one,
+		// not the node IPv4 address.
+		{Name: "node-port-addresses", NodePortCIDRs: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("fd00:1::/64")},
+			State: modeltest.NewState(Nodes(), []*model.ServicePort{web(modeltest.ClusterIPs("10.96.0.10", "fd00:96::10"), modeltest.NodePort(30080))}, eps(webKey, three))},
 		one("external-and-load-balancer-ips", []*model.ServicePort{web(func(sp *model.ServicePort) {
 			sp.ExternalIPs = modeltest.Addrs("198.51.100.7")
 			sp.LoadBalancerIPs = modeltest.Addrs("198.51.100.80", "2001:db8::80")
@@ -122,6 +127,41 @@ func Cases() []Case {
 			sp.LoadBalancerIPs = modeltest.Addrs("198.51.100.80", "198.51.100.81", "2001:db8::80")
 			sp.LoadBalancerSourceRanges = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("203.0.113.0/25")}
 		})}, eps(webKey, three)),
+		topology(web, webKey),
 	}
 	return cases
+}
+
+// topology: this node is in zone a. web's slices hint two of its three
+// endpoints to zone a, so this node uses those for traffic of policy
+// Cluster, but its NodePort of policy Local only its own. near asks for
+// PreferSameNode and has no hints: its endpoint on this node.
+func topology(web func(...func(*model.ServicePort)) *model.ServicePort, webKey model.ServicePortKey) Case {
+	nodes := Nodes()
+	nodes[0].Zone, nodes[1].Zone = "a", "b"
+	hinted := func(spec, zone string) model.Endpoint {
+		e := modeltest.Ep(spec, "rs")
+		e.Zone, e.Hints = zone, &model.EndpointHints{ForZones: []string{zone}}
+		return e
+	}
+	near := modeltest.Svc("default", "near", 80, modeltest.ClusterIPs("10.96.0.20"), func(sp *model.ServicePort) {
+		sp.TrafficDistribution = model.DistributeSameNode
+	})
+	local := modeltest.Svc("default", "local", 80, modeltest.ClusterIPs("10.96.0.30"), modeltest.NodePort(30030), func(sp *model.ServicePort) {
+		sp.ExternalTrafficLocal = true
+		sp.TrafficDistribution = model.DistributeSameZone
+	})
+	zoned := func(spec, zone string) model.Endpoint {
+		e := modeltest.Ep(spec, "rs")
+		e.Zone = zone
+		return e
+	}
+	return Case{Name: "topology", State: modeltest.NewState(nodes, []*model.ServicePort{web(modeltest.NodePort(30080)), near, local},
+		map[model.ServicePortKey]model.Endpoints{
+			webKey:   {hinted("10.1.0.2:8080@"+NodeName, "a"), hinted("10.1.1.3:8080@node-b", "b"), hinted("10.1.2.4:8080@node-c", "a")},
+			near.Key: {zoned("10.1.0.5:8080@"+NodeName, "a"), zoned("10.1.1.5:8080@node-b", "b")},
+			// Policy Local wins over the zone at the NodePort; the zone
+			// picks at the cluster IP.
+			local.Key: {zoned("10.1.0.6:8080@"+NodeName, "a"), zoned("10.1.1.6:8080@node-b", "b"), zoned("10.1.2.6:8080@node-c", "a")},
+		})}
 }
