@@ -88,7 +88,9 @@ func markdown(rep Report, memLimit string) string {
 		row("CPU per endpoint change", func(r Result) string { return fmt.Sprintf("%.1f ms", r.CPUPerChange*1000) },
 			func(kp, nf Result) string { return x(kp.CPUPerChange, nf.CPUPerChange) })
 		row("RSS after cold start / peak", func(r Result) string { return fmt.Sprintf("%s / %s", mibN(r.RSSCold), mib(r.RSSPeak)) },
-			func(kp, nf Result) string { return fmt.Sprintf("%.2f× (peak)", float64(kp.RSSPeak)/float64(nf.RSSPeak)) })
+			func(kp, nf Result) string {
+				return fmt.Sprintf("%.2f× (peak)", float64(kp.RSSPeak)/float64(nf.RSSPeak))
+			})
 		row("processes started", func(r Result) string { return fmt.Sprint(r.Processes) },
 			func(kp, nf Result) string { return fmt.Sprintf("%d vs %d", kp.Processes, nf.Processes) })
 		row("load average at start", func(r Result) string { return r.Load }, func(kp, nf Result) string { return "" })
@@ -96,7 +98,9 @@ func markdown(rep Report, memLimit string) string {
 	return b.String()
 }
 
-func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) + " ms" }
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) + " ms"
+}
 
 func mibN(b int64) string { return fmt.Sprintf("%.0f", float64(b)/(1<<20)) }
 
