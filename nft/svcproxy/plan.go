@@ -117,15 +117,22 @@ func planPort(sp *model.ServicePort, eps model.Endpoints, node *model.Node, cfg 
 				if !sp.Options.Local {
 					// kube-router's service.local annotation asks for
 					// local endpoints only, whoever the client.
-					vp.Internal = []endpoint{}
-					for _, e := range eps.Serving(a.Is4(), false, cfg.NodeName) {
+					serving := eps.Serving(a.Is4(), false, cfg.NodeName)
+					vp.Internal = make([]endpoint, 0, len(serving))
+					for _, e := range serving {
 						vp.Internal = append(vp.Internal, endpoint{netip.AddrPortFrom(e.Addr, e.Port), e.Node == cfg.NodeName})
 					}
 				}
 			case external:
 				vp.Masquerade = masqueradeAlways
 			}
-			for _, e := range eps.Serving(a.Is4(), local, cfg.NodeName) {
+			// Sized up front: the planner keeps every plan, and append's
+			// doubling would leave up to half of each unused.
+			serving := eps.Serving(a.Is4(), local, cfg.NodeName)
+			if len(serving) > 0 {
+				vp.Endpoints = make([]endpoint, 0, len(serving))
+			}
+			for _, e := range serving {
 				vp.Endpoints = append(vp.Endpoints, endpoint{netip.AddrPortFrom(e.Addr, e.Port), e.Node == cfg.NodeName})
 			}
 			if sp.AffinityTimeout > 0 {
