@@ -170,7 +170,7 @@ func run(o options) error {
 		probes[i] = probe{node: n, client: cl, vip: vip, port: port}
 	}
 
-	rep := Report{Machine: machine(), Command: strings.Join(os.Args, " "), Started: time.Now().UTC().Format(time.RFC3339)}
+	rep := Report{Machine: machine(), Command: strings.Join(append([]string{filepath.Base(os.Args[0])}, os.Args[1:]...), " "), Started: time.Now().UTC().Format(time.RFC3339)}
 	next := 0
 	for _, size := range sizes {
 		phase("creating services up to %d × %d endpoints", size, o.endpoints)
