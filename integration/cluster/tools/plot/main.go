@@ -208,4 +208,3 @@ func median(ds []time.Duration) float64 {
 	slices.Sort(s)
 	return float64(s[(len(s)-1)/2]) / float64(time.Millisecond)
 }
-
