@@ -68,7 +68,7 @@ func markdown(rep Report, memLimit string) string {
 		}
 		x := func(a, c float64) string {
 			if c == 0 {
-				return "∞"
+				return "n/a (0 measured)" // below /proc's 10 ms tick over the run
 			}
 			return fmt.Sprintf("%.0f×", a/c)
 		}
