@@ -39,6 +39,11 @@ CLUSTER_CACHE_DIR ?= $(CACHE_DIR)/cluster
 CLUSTER_TIMEOUT   ?= 60m
 CLUSTER_TESTS     ?= .
 DEMO_FLAGS        ?=
+# bench-compare: nfrouter beside kube-proxy (nftables mode) at 1k and 10k
+# ClusterIP services x 10 endpoints against one API server; add -large for
+# 50k (long on 2 cores). Results, table and plots go to BENCH_OUT.
+BENCH_COMPARE_FLAGS ?=
+BENCH_OUT           ?= bench-results
 
 # make image: the static binary for every IMAGE_PLATFORMS, cross-compiled, in one
 # multi-platform OCI image (empty base, one layer, /nfrouter as entrypoint) written
@@ -48,7 +53,7 @@ IMAGE           ?= nfrouter:dev
 IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 IMAGE_TAR       ?= $(BIN_DIR)/nfrouter-image.tar
 
-.PHONY: all build image image-test test test-unit test-kernel test-vm test-cluster test-node demo lint bench setup clean
+.PHONY: all build image image-test test test-unit test-kernel test-vm test-cluster test-node demo bench-compare lint bench setup clean
 
 all: build
 
@@ -126,6 +131,14 @@ test-node: build
 demo: setup build
 	@if [ "$$(id -u)" != 0 ]; then echo "demo: needs root (network namespaces, nftables)"; exit 1; fi
 	GO=$(GO) $(GO) run ./integration/cluster/cmd/demo -cache $(CLUSTER_CACHE_DIR) -nfrouter $(BIN_DIR)/nfrouter $(DEMO_FLAGS)
+
+# bench-compare measures the whole agent from outside, side by side with
+# kube-proxy v1.37 --proxy-mode=nftables (integration/cluster/cmd/benchcompare);
+# it prints a Markdown table and writes results.json and PNG plots to BENCH_OUT.
+bench-compare: setup build
+	@if [ "$$(id -u)" != 0 ]; then echo "bench-compare: needs root (network namespaces, nftables)"; exit 1; fi
+	GO=$(GO) $(GO) run ./integration/cluster/cmd/benchcompare -cache $(CLUSTER_CACHE_DIR) -nfrouter $(BIN_DIR)/nfrouter \
+	  -out $(BENCH_OUT) $(BENCH_COMPARE_FLAGS)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -89,7 +89,7 @@ func EndpointSliceFromAPI(s *discoveryv1.EndpointSlice) *EndpointSlice {
 	if svc == "" {
 		return nil
 	}
-	out := &EndpointSlice{Service: ServiceKey{s.Namespace, svc}}
+	out := &EndpointSlice{Service: ServiceKey{s.Namespace, svc}, Endpoints: make([]SliceEndpoint, 0, len(s.Endpoints))}
 	for _, p := range s.Ports {
 		if p.Port == nil || *p.Port < 1 || *p.Port > 65535 {
 			continue
@@ -180,7 +180,20 @@ func hintsFromAPI(h *discoveryv1.EndpointHints) *EndpointHints {
 // protocol, deduplicated (an endpoint may sit in two slices while the
 // controller moves it) and sorted.
 func joinEndpoints(key ServicePortKey, slicesOfService []*EndpointSlice) Endpoints {
-	var out Endpoints
+	// Sized up front: at scale these are the model's largest slices, and
+	// append's doubling would leave up to half of each unused.
+	n := 0
+	for _, s := range slicesOfService {
+		for _, p := range s.Ports {
+			if p.Name == key.Port && p.Protocol == key.Protocol {
+				n += len(s.Endpoints)
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make(Endpoints, 0, n)
 	for _, s := range slicesOfService {
 		for _, p := range s.Ports {
 			if p.Name != key.Port || p.Protocol != key.Protocol {

@@ -46,8 +46,13 @@ type programmed struct {
 }
 
 type progSet struct {
-	def   ruleset.Set // without elements
-	elems map[ruleset.Element]struct{}
+	def ruleset.Set // without elements
+	// elems are the elements programmed, as hashes: the planner's table
+	// holds the elements themselves, and a diff only asks "is it there?".
+	elems elemHashes
+	// kernel are the elements a read-back found, kept until the next apply
+	// has diffed them: deleting an element takes its value.
+	kernel []ruleset.Element
 	// unknown says the kernel's elements of an interval set differ from what
 	// we would write; they are rewritten whole.
 	unknown bool
@@ -117,9 +122,15 @@ func (a *applier) apply(desired *ruleset.Table, full bool) (Stats, error) {
 		}
 	}
 	// Elements.
-	type elemDelta struct{ add, del []ruleset.Element }
+	type elemDelta struct {
+		add, del []ruleset.Element
+		flushed  bool
+	}
 	deltas := map[string]elemDelta{}
 	jumpsRemoved := map[string]bool{}
+	// jumpsToAny: a verdict map was rewritten whole, so any chain removed
+	// in this batch may still have been a jump target.
+	jumpsToAny := false
 	for _, name := range setNames {
 		d, p := desired.Sets[name], a.prog.sets[name]
 		if d == nil || d.Dynamic {
@@ -136,42 +147,60 @@ func (a *applier) apply(desired *ruleset.Table, full bool) (Stats, error) {
 			b.elements(d, want, false)
 			continue
 		}
-		var have map[ruleset.Element]struct{}
+		var have elemHashes
 		if p != nil {
 			have = p.elems
 		}
 		var delta elemDelta
 		diff := func(e ruleset.Element) {
 			switch want := d.Has(e); {
-			case want && !has(have, e):
+			case want && !have.has(e):
 				delta.add = append(delta.add, e)
-			case !want && has(have, e):
+			case !want && have.has(e):
 				delta.del = append(delta.del, e)
 				if e.Jump != "" {
 					jumpsRemoved[e.Jump] = true
 				}
 			}
 		}
-		if els, ok := changed[name]; ok && els != nil && p != nil {
+		els, journalled := changed[name]
+		switch {
+		case journalled && els != nil && p != nil:
 			// Only the journalled elements can differ from what we programmed.
 			for e := range els {
 				diff(e)
 			}
-		} else {
+		case p == nil || p.kernel != nil || len(p.elems) == 0:
+			// A new set, or one just read back: every element is diffed,
+			// those the kernel holds by the values the read-back decoded.
 			for e, n := range d.Elements {
 				if n > 0 {
 					diff(e)
 				}
 			}
-			for e := range have {
-				diff(e)
+			if p != nil {
+				for _, e := range p.kernel {
+					diff(e)
+				}
+			}
+		default:
+			// The set was replaced in the table while the kernel holds
+			// elements known only by hash: rewrite it whole, atomically.
+			b.flushSet(d)
+			delta = elemDelta{add: ruleset.SortedElements(d), flushed: true}
+			if d.Verdict {
+				jumpsToAny = true
 			}
 		}
 		slices.SortFunc(delta.add, ruleset.Element.Compare)
 		slices.SortFunc(delta.del, ruleset.Element.Compare)
 		b.elements(d, delta.del, true)
 		b.elements(d, delta.add, false)
-		deltas[name] = delta
+		if p != nil && !delta.flushed {
+			deltas[name] = delta
+		}
+		// A new or rewritten set is recorded from the table after the
+		// commit: its list of additions need not live that long.
 	}
 	for _, name := range flushes {
 		if d, p := desired.Sets[name], a.prog.sets[name]; d != nil && p != nil {
@@ -207,7 +236,7 @@ func (a *applier) apply(desired *ruleset.Table, full bool) (Stats, error) {
 			if len(a.prog.chains[name].keys) > 0 {
 				b.flushChain(name)
 			}
-			if jumpsRemoved[name] {
+			if jumpsRemoved[name] || jumpsToAny {
 				deferred = append(deferred, name)
 			} else {
 				removed = append(removed, name)
@@ -249,17 +278,19 @@ func (a *applier) apply(desired *ruleset.Table, full bool) (Stats, error) {
 			continue
 		}
 		p := a.prog.sets[name]
-		if p == nil || d.Interval {
+		delta, ok := deltas[name]
+		if p == nil || d.Interval || !ok {
 			p = &progSet{def: defOf(d), elems: elemSet(d)}
 			a.prog.sets[name] = p
 			continue
 		}
-		for _, e := range deltas[name].del {
-			delete(p.elems, e)
+		for _, e := range delta.del {
+			p.elems.del(e)
 		}
-		for _, e := range deltas[name].add {
-			p.elems[e] = struct{}{}
+		for _, e := range delta.add {
+			p.elems.add(e)
 		}
+		p.kernel = nil
 	}
 	for name, k := range keys {
 		a.prog.chains[name] = &progChain{base: desired.Chains[name].Base, keys: k}
@@ -396,27 +427,22 @@ func defOf(s *ruleset.Set) ruleset.Set {
 	return d
 }
 
-func elemSet(s *ruleset.Set) map[ruleset.Element]struct{} {
-	m := make(map[ruleset.Element]struct{}, len(s.Elements))
+func elemSet(s *ruleset.Set) elemHashes {
+	m := make(elemHashes, len(s.Elements))
 	for e, n := range s.Elements {
 		if n > 0 {
-			m[e] = struct{}{}
+			m.add(e)
 		}
 	}
 	return m
 }
 
-func has(m map[ruleset.Element]struct{}, e ruleset.Element) bool {
-	_, ok := m[e]
-	return ok
-}
-
-func sameElems(m map[ruleset.Element]struct{}, els []ruleset.Element) bool {
+func sameElems(m elemHashes, els []ruleset.Element) bool {
 	if len(m) != len(els) {
 		return false
 	}
 	for _, e := range els {
-		if !has(m, e) {
+		if !m.has(e) {
 			return false
 		}
 	}

@@ -67,7 +67,7 @@ func (a *applier) readBack(desired *ruleset.Table) (programmed, bool, error) {
 		if s.Dynamic {
 			def.Dynamic, def.Size, def.Timeout = true, s.Size, s.Timeout
 		}
-		ps := &progSet{def: def, elems: map[ruleset.Element]struct{}{}}
+		ps := &progSet{def: def, elems: elemHashes{}}
 		prog.sets[s.Name] = ps
 		d := desired.Sets[s.Name]
 		if d == nil {
@@ -115,7 +115,8 @@ func (a *applier) readBack(desired *ruleset.Table) (programmed, bool, error) {
 				ps.unknown = true
 				continue
 			}
-			ps.elems[e] = struct{}{}
+			ps.elems.add(e)
+			ps.kernel = append(ps.kernel, e)
 		}
 	}
 	return prog, reset, nil

@@ -174,3 +174,7 @@ func freePorts(n int) ([]int, error) {
 	}
 	return ports, nil
 }
+
+// RESTConfig returns a copy of the harness's admin client configuration, for
+// clients that need other rate limits.
+func (b *Bed) RESTConfig() *rest.Config { return rest.CopyConfig(b.cp.admin) }

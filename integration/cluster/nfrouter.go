@@ -1,9 +1,9 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -174,27 +174,34 @@ func (r *NFRouter) Log() string { return r.proc.Log }
 
 // Execs counts the execve and execveat calls of nfrouter's process tree so
 // far, not counting strace's own exec of nfrouter.
-func (r *NFRouter) Execs() (int, []string, error) {
-	f, err := os.Open(r.trace)
+func (r *NFRouter) Execs() (int, []string, error) { return countExecs(r.trace, "nfrouter") }
+
+// Pid is nfrouter's pid as the harness sees it.
+func (r *NFRouter) Pid() int { return r.pid }
+
+// Fetch GETs path (e.g. /debug/pprof/heap) from nfrouter's metrics listener
+// and writes the answer to file.
+func (r *NFRouter) Fetch(ctx context.Context, path, file string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(metricsPort)+path, nil)
+	c := *r.http
+	c.Timeout = 0 // a CPU profile takes as long as it asks for
+	resp, err := c.Do(req)
 	if err != nil {
-		return 0, nil, fmt.Errorf("strace output: %w", err)
+		return fmt.Errorf("nfrouter on %s: %s: %w", r.Node.Name, path, err)
 	}
-	defer f.Close()
-	var calls []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.Contains(line, "execve(") || strings.Contains(line, "execveat(") {
-			calls = append(calls, line)
-		}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("nfrouter on %s: %s: %s", r.Node.Name, path, resp.Status)
 	}
-	if err := sc.Err(); err != nil {
-		return 0, nil, fmt.Errorf("strace output: %w", err)
+	f, err := os.Create(file)
+	if err != nil {
+		return err
 	}
-	if len(calls) == 0 || !strings.Contains(calls[0], "nfrouter") {
-		return 0, calls, fmt.Errorf("strace output %s does not start with the exec of nfrouter", r.trace)
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return fmt.Errorf("nfrouter on %s: %s: %w", r.Node.Name, path, err)
 	}
-	return len(calls) - 1, calls[1:], nil
+	return f.Close()
 }
 
 // WaitHealthy waits until /healthz answers 200 and the first firewall sync

@@ -117,8 +117,9 @@ func planPort(sp *model.ServicePort, eps model.Endpoints, node *model.Node, cfg 
 				if !sp.Options.Local {
 					// kube-router's service.local annotation asks for
 					// local endpoints only, whoever the client.
-					vp.Internal = []endpoint{}
-					for _, e := range eps.ClusterServing(a.Is4(), node, sp.TrafficDistribution) {
+					serving := eps.ClusterServing(a.Is4(), node, sp.TrafficDistribution)
+					vp.Internal = make([]endpoint, 0, len(serving))
+					for _, e := range serving {
 						vp.Internal = append(vp.Internal, endpoint{netip.AddrPortFrom(e.Addr, e.Port), e.Node == cfg.NodeName})
 					}
 				}
@@ -129,6 +130,11 @@ func planPort(sp *model.ServicePort, eps model.Endpoints, node *model.Node, cfg 
 			if !local {
 				// Topology narrows the endpoints of policy Cluster only.
 				serving = eps.ClusterServing(a.Is4(), node, sp.TrafficDistribution)
+			}
+			// Sized up front: the planner keeps every plan, and append's
+			// doubling would leave up to half of each unused.
+			if len(serving) > 0 {
+				vp.Endpoints = make([]endpoint, 0, len(serving))
 			}
 			for _, e := range serving {
 				vp.Endpoints = append(vp.Endpoints, endpoint{netip.AddrPortFrom(e.Addr, e.Port), e.Node == cfg.NodeName})

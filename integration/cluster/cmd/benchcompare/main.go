@@ -1,0 +1,478 @@
+// Command benchcompare is `make bench-compare`: the whole service proxy
+// measured from outside, nfrouter with deploy/'s settings beside kube-proxy
+// in nftables mode, against one real API server holding N ClusterIP services
+// of E endpoints each. Each implementation runs alone, in a fresh node
+// namespace of its own, one after another, so that they do not share the
+// machine's cores. Per run it measures:
+//
+//   - cold start: from exec until a TCP connection from a pod to a ClusterIP
+//     is answered by the pod behind it;
+//   - change latency: from sending an EndpointSlice update until the kernel
+//     commits the nftables generation carrying the new endpoint (read from
+//     the nftables netlink multicast group);
+//   - CPU per change, RSS after cold start and peak, from /proc;
+//   - processes started (strace).
+//
+// It prints a Markdown table, writes results.json and, with the plot tool
+// (integration/cluster/tools/plot, a module of its own), PNG plots. Root only.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nfrouter/nfrouter/integration/cluster"
+)
+
+func main() {
+	var o options
+	flag.StringVar(&o.cache, "cache", "", "directory caching the Kubernetes binaries (the Makefile's CACHE_DIR/cluster)")
+	flag.StringVar(&o.nfrouter, "nfrouter", "bin/nfrouter", "nfrouter binary")
+	flag.StringVar(&o.repo, "repo", ".", "repository root (holds deploy/ and integration/cluster/tools)")
+	flag.StringVar(&o.sizes, "sizes", "1000,10000", "numbers of ClusterIP services, comma-separated, ascending")
+	flag.BoolVar(&o.large, "large", false, "add 50000 services to -sizes (long: ~20 min more on 2 cores)")
+	flag.IntVar(&o.endpoints, "endpoints", 10, "endpoints per service")
+	flag.IntVar(&o.changes, "changes", 20, "endpoint changes measured per run")
+	flag.DurationVar(&o.gap, "gap", 1100*time.Millisecond, "pause after each committed change (kube-proxy's default --min-sync-period is 1 s)")
+	flag.StringVar(&o.impls, "impls", "nfrouter,nfrouter-nolimit,kube-proxy", "implementations to run: nfrouter (deploy/'s GOMEMLIMIT), nfrouter-nolimit, kube-proxy")
+	flag.StringVar(&o.out, "out", "bench-results", "directory for results.json, the table and the plots")
+	flag.BoolVar(&o.pprof, "pprof", false, "save nfrouter's heap (after cold start) and CPU (during changes) profiles to -out")
+	flag.BoolVar(&o.plots, "plots", true, "draw PNG plots with integration/cluster/tools/plot")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "benchcompare:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	cache, nfrouter, repo, sizes, impls, out string
+	large, pprof, plots                      bool
+	endpoints, changes                       int
+	gap                                      time.Duration
+}
+
+// Result is one implementation at one size.
+type Result struct {
+	Impl         string          `json:"impl"`
+	Services     int             `json:"services"`
+	Endpoints    int             `json:"endpoints_per_service"`
+	ColdStart    time.Duration   `json:"cold_start_ns"`
+	Latencies    []time.Duration `json:"change_latencies_ns"`
+	Failed       int             `json:"changes_not_seen"`
+	CPUPerChange float64         `json:"cpu_seconds_per_change"`
+	RSSCold      int64           `json:"rss_after_cold_start_bytes"`
+	RSSPeak      int64           `json:"rss_peak_bytes"`
+	Processes    int             `json:"processes_started"`
+	Error        string          `json:"error,omitempty"`
+	Load         string          `json:"loadavg"`
+}
+
+// Report is what results.json holds.
+type Report struct {
+	Machine string   `json:"machine"`
+	Command string   `json:"command"`
+	Started string   `json:"started"`
+	Results []Result `json:"results"`
+}
+
+func run(o options) error {
+	if os.Geteuid() != 0 {
+		return errors.New("needs root (network namespaces, nftables)")
+	}
+	if o.cache == "" {
+		return errors.New("-cache is required")
+	}
+	sizes, err := parseSizes(o.sizes, o.large)
+	if err != nil {
+		return err
+	}
+	impls := strings.Split(o.impls, ",")
+	for _, im := range impls {
+		if !slices.Contains([]string{"nfrouter", "nfrouter-nolimit", "kube-proxy"}, im) {
+			return fmt.Errorf("unknown implementation %q", im)
+		}
+	}
+	memLimit, err := deployMemLimit(filepath.Join(o.repo, "deploy", "daemonset.yaml"))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	phase("Kubernetes binaries (cached in %s)", o.cache)
+	bins, err := cluster.EnsureBinaries(ctx, filepath.Join(o.repo, "integration/cluster/tools"), o.cache, os.Stdout, log)
+	if err != nil {
+		return err
+	}
+	nodes := len(sizes) * len(impls)
+	phase("starting the test bed: API server, %d node namespaces (a fresh one per run)", nodes)
+	bed, err := cluster.Start(ctx, cluster.Config{Binaries: bins, NFRouter: o.nfrouter, DeployDir: filepath.Join(o.repo, "deploy"),
+		Nodes: nodes, Progress: os.Stdout, Log: log})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		phase("cleaning up")
+		if err := bed.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "cleanup:", err)
+		}
+	}()
+	if err := bed.ApplyRBAC(ctx, nil); err != nil {
+		return err
+	}
+	cfg := bed.RESTConfig()
+	cfg.QPS = -1 // no client-side limit: the bulk creation is the API server's business
+	fast, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	scale, err := bed.NewScaleServices(ctx, fast, "bench")
+	if err != nil {
+		return err
+	}
+	// Per node a server pod, a client pod and a service pointing at the
+	// server: the cold start ends when the client gets the server's answer.
+	probes := make([]probe, nodes)
+	phase("pods and probe services on %d nodes", nodes)
+	for i, n := range bed.Nodes {
+		srv, err := bed.StartPod(ctx, cluster.PodSpec{Namespace: "bench", Name: "server-" + n.Name, Node: n.Name,
+			Labels: map[string]string{"app": "server"}, Ports: cluster.WebPorts[:1]})
+		if err != nil {
+			return err
+		}
+		cl, err := bed.StartPod(ctx, cluster.PodSpec{Namespace: "bench", Name: "client-" + n.Name, Node: n.Name,
+			Labels: map[string]string{"app": "client"}})
+		if err != nil {
+			return err
+		}
+		vip, port, err := scale.PointAt(ctx, "probe-"+n.Name, srv, cluster.WebPorts[0].ContainerPort)
+		if err != nil {
+			return err
+		}
+		probes[i] = probe{node: n, client: cl, vip: vip, port: port}
+	}
+
+	rep := Report{Machine: machine(), Command: strings.Join(append([]string{filepath.Base(os.Args[0])}, os.Args[1:]...), " "), Started: time.Now().UTC().Format(time.RFC3339)}
+	next := 0
+	for _, size := range sizes {
+		phase("creating services up to %d × %d endpoints", size, o.endpoints)
+		begin := time.Now()
+		if err := scale.Grow(ctx, size, o.endpoints, 32, func(done int) {
+			fmt.Printf("  %d services (%s)\n", done, time.Since(begin).Round(time.Second))
+		}); err != nil {
+			return err
+		}
+		fmt.Printf("  %d services in %s\n", size, time.Since(begin).Round(time.Second))
+		for _, im := range impls {
+			p := probes[next]
+			next++
+			phase("%d services: %s on %s (load %s)", size, im, p.node.Name, loadavg())
+			res := measure(ctx, o, bed, bins, scale, p, im, size, memLimit)
+			if res.Error != "" {
+				fmt.Printf("  FAILED: %s\n", res.Error)
+			}
+			rep.Results = append(rep.Results, res)
+			if err := writeJSON(filepath.Join(o.out, "results.json"), rep); err != nil {
+				return err
+			}
+		}
+	}
+	table := markdown(rep, memLimit)
+	fmt.Println()
+	fmt.Print(table)
+	if err := os.WriteFile(filepath.Join(o.out, "results.md"), []byte(table), 0o644); err != nil {
+		return err
+	}
+	if o.plots {
+		phase("drawing plots into %s", o.out)
+		if err := drawPlots(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type probe struct {
+	node   *cluster.Node
+	client *cluster.Pod
+	vip    netip.Addr
+	port   int
+}
+
+// agent is a running implementation, as the harness sees it.
+type agent struct {
+	pid   func() int
+	execs func() (int, error)
+	exits <-chan struct{}
+	log   string
+	stop  func()
+	nfr   *cluster.NFRouter
+}
+
+func start(ctx context.Context, bed *cluster.Bed, bins cluster.Binaries, n *cluster.Node, im, memLimit string, pprof bool) (*agent, error) {
+	if im == "kube-proxy" {
+		k, err := bed.StartKubeProxy(ctx, n, bins.KubeProxy, "nftables")
+		if err != nil {
+			return nil, err
+		}
+		return &agent{pid: k.Pid, execs: k.Execs, exits: k.Exited(), log: k.Log(), stop: k.Stop}, nil
+	}
+	if im == "nfrouter" {
+		bed.SetNFRouterEnv("GOMEMLIMIT=" + memLimit)
+	} else {
+		bed.SetNFRouterEnv("GOMEMLIMIT=off")
+	}
+	// deploy/'s ConfigMap: firewall and service proxy on, no BGP router.
+	args := []string{"--run-router=false", "--run-firewall=true", "--min-sync-interval=100ms", "--sync-period=5m"}
+	if pprof {
+		args = append(args, "--enable-pprof")
+	}
+	r, err := bed.StartNFRouter(ctx, n, args...)
+	if err != nil {
+		return nil, err
+	}
+	return &agent{pid: r.Pid, exits: r.Exited(), log: r.Log(), stop: func() { r.Stop() }, nfr: r,
+		execs: func() (int, error) { n, _, err := r.Execs(); return n, err }}, nil
+}
+
+func measure(ctx context.Context, o options, bed *cluster.Bed, bins cluster.Binaries, scale *cluster.ScaleServices,
+	p probe, im string, size int, memLimit string) Result {
+	res := Result{Impl: im, Services: size, Endpoints: o.endpoints, Load: loadavg()}
+	fail := func(err error) Result { res.Error = err.Error(); return res }
+	begin := time.Now()
+	a, err := start(ctx, bed, bins, p.node, im, memLimit, o.pprof)
+	if err != nil {
+		return fail(err)
+	}
+	defer a.stop()
+	for {
+		answer, err := p.client.Ask("tcp", p.vip, p.port, 100*time.Millisecond)
+		if err != nil {
+			return fail(err)
+		}
+		if answer != "" {
+			break
+		}
+		select {
+		case <-a.exits:
+			return fail(fmt.Errorf("%s exited during cold start; see %s", im, a.log))
+		default:
+		}
+		if time.Since(begin) > 15*time.Minute {
+			return fail(fmt.Errorf("%s: no answer from %s:%d after 15 min; see %s", im, p.vip, p.port, a.log))
+		}
+	}
+	res.ColdStart = time.Since(begin)
+	cold, err := cluster.ReadProcStat(a.pid())
+	if err != nil {
+		return fail(err)
+	}
+	res.RSSCold = cold.RSS
+	fmt.Printf("  cold start %s, RSS %s\n", res.ColdStart.Round(time.Millisecond), mib(cold.RSS))
+	tag := fmt.Sprintf("%s-%d", im, size)
+	if o.pprof && a.nfr != nil {
+		if err := a.nfr.Fetch(ctx, "/debug/pprof/heap", filepath.Join(o.out, "heap-"+tag+".pb.gz")); err != nil {
+			fmt.Println("  heap profile:", err)
+		}
+	}
+	w, err := cluster.WatchGenerations(p.node.NS)
+	if err != nil {
+		return fail(err)
+	}
+	defer w.Close()
+	// Let a sync that follows the first one (kube-proxy's) pass.
+	time.Sleep(2 * time.Second)
+	before, err := cluster.ReadProcStat(a.pid())
+	if err != nil {
+		return fail(err)
+	}
+	profDone := make(chan struct{})
+	if o.pprof && a.nfr != nil {
+		secs := int((time.Duration(o.changes) * (o.gap + 50*time.Millisecond)).Seconds())
+		go func() {
+			defer close(profDone)
+			if err := a.nfr.Fetch(ctx, "/debug/pprof/profile?seconds="+strconv.Itoa(max(secs, 1)), filepath.Join(o.out, "cpu-"+tag+".pb.gz")); err != nil {
+				fmt.Println("  CPU profile:", err)
+			}
+		}()
+	} else {
+		close(profDone)
+	}
+	for c := range o.changes {
+		i := (c*7919 + 13) % size
+		var wait func(context.Context, time.Duration) (time.Time, error)
+		var sent time.Time
+		if _, err := scale.Change(ctx, i, func(a netip.Addr) { wait = w.Expect(a); sent = time.Now() }); err != nil {
+			return fail(err)
+		}
+		at, err := wait(ctx, 60*time.Second)
+		if err != nil {
+			fmt.Printf("  change %d: %v\n", c+1, err)
+			res.Failed++
+			continue
+		}
+		res.Latencies = append(res.Latencies, at.Sub(sent))
+		time.Sleep(o.gap)
+	}
+	after, err := cluster.ReadProcStat(a.pid())
+	if err != nil {
+		return fail(err)
+	}
+	<-profDone
+	res.CPUPerChange = (after.CPUSeconds - before.CPUSeconds) / float64(o.changes)
+	res.RSSPeak = after.PeakRSS
+	if res.Processes, err = a.execs(); err != nil {
+		return fail(err)
+	}
+	q := quantiles(res.Latencies)
+	fmt.Printf("  %d changes: p50 %s p90 %s p99 %s max %s; CPU %.1f ms per change; peak RSS %s; %d processes\n",
+		len(res.Latencies), q[0], q[1], q[2], q[3], res.CPUPerChange*1000, mib(res.RSSPeak), res.Processes)
+	return res
+}
+
+// quantiles are p50, p90, p99 and max.
+func quantiles(ds []time.Duration) [4]time.Duration {
+	var q [4]time.Duration
+	if len(ds) == 0 {
+		return q
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	at := func(p float64) time.Duration {
+		i := int(p*float64(len(s)) + 0.999999) // nearest rank
+		return s[min(max(i-1, 0), len(s)-1)]
+	}
+	for i, p := range []float64{0.5, 0.9, 0.99, 1} {
+		q[i] = roundDur(at(p))
+	}
+	return q
+}
+
+func roundDur(d time.Duration) time.Duration {
+	switch {
+	case d >= 10*time.Second:
+		return d.Round(100 * time.Millisecond)
+	case d >= 100*time.Millisecond:
+		return d.Round(time.Millisecond)
+	default:
+		return d.Round(10 * time.Microsecond)
+	}
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+
+func phase(format string, args ...any) {
+	fmt.Printf("\n[%s] ==> "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func parseSizes(s string, large bool) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("-sizes: bad size %q", f)
+		}
+		out = append(out, n)
+	}
+	if large && !slices.Contains(out, 50000) {
+		out = append(out, 50000)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// deployMemLimit reads the GOMEMLIMIT deploy/'s DaemonSet sets, so that the
+// benchmark runs what users get.
+func deployMemLimit(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	m := regexp.MustCompile(`name: GOMEMLIMIT, value: "([^"]+)"`).FindSubmatch(b)
+	if m == nil {
+		return "", fmt.Errorf("%s sets no GOMEMLIMIT", path)
+	}
+	return string(m[1]), nil
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// machine describes the CPU, core count and kernel.
+func machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		if m := regexp.MustCompile(`(?m)^model name\s*:\s*(.+)$`).FindSubmatch(b); m != nil {
+			model = string(m[1])
+		}
+	}
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	var mem string
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if m := regexp.MustCompile(`MemTotal:\s*(\d+) kB`).FindSubmatch(b); m != nil {
+			kb, _ := strconv.Atoi(string(m[1]))
+			mem = fmt.Sprintf(", %.0f GiB RAM", float64(kb)/(1<<20))
+		}
+	}
+	cores := 0
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		cores = strings.Count(string(b), "\nprocessor") + 1
+	}
+	return fmt.Sprintf("%d × %s%s, Linux %s", cores, model, mem, strings.TrimSpace(string(kernel)))
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// drawPlots runs the plot tool, a module of its own so that its plotting
+// library never becomes a dependency of nfrouter's module.
+func drawPlots(o options) error {
+	out, err := filepath.Abs(o.out)
+	if err != nil {
+		return err
+	}
+	goBin := os.Getenv("GO")
+	if goBin == "" {
+		goBin = "go"
+	}
+	cmd := exec.Command(goBin, "run", ".", "-in", filepath.Join(out, "results.json"), "-out", out)
+	cmd.Dir = filepath.Join(o.repo, "integration/cluster/tools/plot")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("plots: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// markdown renders one table per size: a column per implementation and,
+// where kube-proxy ran, its ratio to nfrouter with deploy/'s settings.
+func markdown(rep Report, memLimit string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Machine: %s. Command: `%s`. Started %s.\n", rep.Machine, rep.Command, rep.Started)
+	var sizes []int
+	for _, r := range rep.Results {
+		if !slices.Contains(sizes, r.Services) {
+			sizes = append(sizes, r.Services)
+		}
+	}
+	label := map[string]string{
+		"kube-proxy":       "kube-proxy nftables",
+		"nfrouter":         "nfrouter (deploy/: GOMEMLIMIT=" + memLimit + ")",
+		"nfrouter-nolimit": "nfrouter without GOMEMLIMIT",
+	}
+	for _, size := range sizes {
+		var rs []Result
+		for _, r := range rep.Results {
+			if r.Services == size {
+				rs = append(rs, r)
+			}
+		}
+		var kp, nf *Result
+		for i := range rs {
+			switch rs[i].Impl {
+			case "kube-proxy":
+				kp = &rs[i]
+			case "nfrouter":
+				nf = &rs[i]
+			}
+		}
+		withRatio := kp != nil && nf != nil && kp.Error == "" && nf.Error == ""
+		fmt.Fprintf(&b, "\n**%d ClusterIP services × %d endpoints**\n\n|", size, rs[0].Endpoints)
+		for _, r := range rs {
+			fmt.Fprintf(&b, " | %s", label[r.Impl])
+		}
+		if withRatio {
+			b.WriteString(" | kube-proxy ÷ nfrouter")
+		}
+		b.WriteString(" |\n|---")
+		for range len(rs) + boolInt(withRatio) {
+			b.WriteString("|---")
+		}
+		b.WriteString("|\n")
+		row := func(name string, cell func(Result) string, ratio func(kp, nf Result) string) {
+			fmt.Fprintf(&b, "| %s", name)
+			for _, r := range rs {
+				if r.Error != "" {
+					b.WriteString(" | failed: " + r.Error)
+					continue
+				}
+				b.WriteString(" | " + cell(r))
+			}
+			if withRatio {
+				b.WriteString(" | " + ratio(*kp, *nf))
+			}
+			b.WriteString(" |\n")
+		}
+		x := func(a, c float64) string {
+			if c == 0 {
+				return "n/a (0 measured)" // below /proc's 10 ms tick over the run
+			}
+			return fmt.Sprintf("%.0f×", a/c)
+		}
+		row("cold start (exec → ClusterIP answers)", func(r Result) string { return roundDur(r.ColdStart).String() },
+			func(kp, nf Result) string { return x(kp.ColdStart.Seconds(), nf.ColdStart.Seconds()) })
+		row("change, write → kernel commit, p50 / p90 / p99 / max", func(r Result) string {
+			q := quantiles(r.Latencies)
+			s := fmt.Sprintf("%s / %s / %s / %s", ms(q[0]), ms(q[1]), ms(q[2]), ms(q[3]))
+			if r.Failed > 0 {
+				s += fmt.Sprintf(" (%d not seen)", r.Failed)
+			}
+			return s
+		}, func(kp, nf Result) string {
+			a, c := quantiles(kp.Latencies), quantiles(nf.Latencies)
+			return x(a[0].Seconds(), c[0].Seconds()) + " / " + x(a[2].Seconds(), c[2].Seconds()) + " (p50 / p99)"
+		})
+		row("CPU per endpoint change", func(r Result) string { return fmt.Sprintf("%.1f ms", r.CPUPerChange*1000) },
+			func(kp, nf Result) string { return x(kp.CPUPerChange, nf.CPUPerChange) })
+		row("RSS after cold start / peak", func(r Result) string { return fmt.Sprintf("%s / %s", mibN(r.RSSCold), mib(r.RSSPeak)) },
+			func(kp, nf Result) string {
+				return fmt.Sprintf("%.2f× (peak)", float64(kp.RSSPeak)/float64(nf.RSSPeak))
+			})
+		row("processes started", func(r Result) string { return fmt.Sprint(r.Processes) },
+			func(kp, nf Result) string { return fmt.Sprintf("%d vs %d", kp.Processes, nf.Processes) })
+		row("load average at start", func(r Result) string { return r.Load }, func(kp, nf Result) string { return "" })
+	}
+	return b.String()
+}
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) + " ms"
+}
+
+func mibN(b int64) string { return fmt.Sprintf("%.0f", float64(b)/(1<<20)) }
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
