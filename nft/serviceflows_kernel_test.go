@@ -1,6 +1,7 @@
 package nft
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/nfrouter/nfrouter/integration/netnstest"
+	"github.com/nfrouter/nfrouter/ipvs"
 	"github.com/nfrouter/nfrouter/model"
 	"github.com/nfrouter/nfrouter/model/modeltest"
 	"github.com/nfrouter/nfrouter/nft/ruleset"
@@ -54,7 +56,19 @@ type flowRow struct {
 	// seen is whose address the endpoint sees: "client" for the client's
 	// own, or a node name for that node's (masqueraded there).
 	seen string
+	// ipvsWhy, when set, says why the IPVS proxy cannot do what the row
+	// says; it does ipvsOutcome instead.
+	ipvsWhy     string
+	ipvsOutcome flowOutcome
 }
+
+// Where the IPVS proxy differs: one virtual service per address has one
+// destination list whatever the client, and the kernel answers for it.
+const (
+	ipvsNoShortCircuit = "IPVS has one destination list per virtual service whatever the client: no in-cluster short-circuit to endpoints elsewhere, and the empty local list is refused"
+	ipvsNoDestination  = "an IPVS virtual service without destinations is refused by the node's stack, not dropped"
+	ipvsUnknownPort    = "the IPVS NAT part drops traffic to a virtual address on a port no service has (ipvs-input), it does not reject it"
+)
 
 // The service shapes of the table:
 //
@@ -96,18 +110,18 @@ var flowRows = []flowRow{
 	{name: "outside to LB IP of policy Local (at node-b), local endpoint", from: "outside", to: "local-lb", port: 80,
 		endpoints: []string{"b1"}, seen: "client"},
 	{name: "outside to NodePort of policy Local on a node without a local endpoint", from: "outside", to: "node-c", port: 30081,
-		outcome: dropped},
+		outcome: dropped, ipvsWhy: ipvsNoDestination, ipvsOutcome: refused},
 	// externalTrafficPolicy Local, clients inside the cluster: their
 	// connection is translated on their own node, which sends it to any
 	// endpoint; pods keep their address, the node's own are masqueraded.
 	{name: "pod to its own node's NodePort of policy Local, endpoint elsewhere", from: "client-a", to: "node-a", port: 30081,
-		endpoints: []string{"b1"}, seen: "client"},
+		endpoints: []string{"b1"}, seen: "client", ipvsWhy: ipvsNoShortCircuit, ipvsOutcome: refused},
 	{name: "pod to LB IP of policy Local, endpoint elsewhere", from: "client-a", to: "local-lb", port: 80,
 		endpoints: []string{"b1"}, seen: "client"},
 	{name: "node to LB IP of policy Local, endpoint elsewhere", from: "node-a", to: "local-lb", port: 80,
 		endpoints: []string{"b1"}, seen: "node-a"},
 	{name: "node to its own NodePort of policy Local, endpoint elsewhere", from: "node-a", to: "node-a", port: 30081,
-		endpoints: []string{"b1"}, seen: "node-a"},
+		endpoints: []string{"b1"}, seen: "node-a", ipvsWhy: ipvsNoShortCircuit, ipvsOutcome: refused},
 	// No endpoints at all: rejected, at every address.
 	{name: "pod to cluster IP without endpoints", from: "client-a", to: "empty-cluster-ip", port: 80, outcome: refused},
 	{name: "outside to NodePort without endpoints", from: "outside", to: "node-b", port: 30082, outcome: refused},
@@ -115,8 +129,10 @@ var flowRows = []flowRow{
 	// The service CIDR (10.96.0.0/16, --service-cluster-ip-range): a cluster
 	// IP on a port no service has is rejected, an address no service has
 	// is dropped; neither leaves by the default route.
-	{name: "pod to a cluster IP on a port no service has", from: "client-a", to: "web-cluster-ip", port: 81, outcome: refused},
-	{name: "node to a cluster IP on a port no service has", from: "node-a", to: "web-cluster-ip", port: 81, outcome: refused},
+	{name: "pod to a cluster IP on a port no service has", from: "client-a", to: "web-cluster-ip", port: 81, outcome: refused,
+		ipvsWhy: ipvsUnknownPort, ipvsOutcome: dropped},
+	{name: "node to a cluster IP on a port no service has", from: "node-a", to: "web-cluster-ip", port: 81, outcome: refused,
+		ipvsWhy: ipvsUnknownPort, ipvsOutcome: dropped},
 	{name: "pod to an unallocated address of the service CIDR", from: "client-a", to: "unallocated", port: 80, outcome: dropped},
 	{name: "node to an unallocated address of the service CIDR", from: "node-a", to: "unallocated", port: 80, outcome: dropped},
 	// loadBalancerSourceRanges: only clients in the ranges reach the LB IP,
@@ -139,7 +155,7 @@ type flowBed struct {
 	addrs   map[string]netip.Addr
 }
 
-func newFlowBed(t *testing.T) *flowBed {
+func newFlowBed(t *testing.T, mode string) *flowBed {
 	bed := &flowBed{nodes: map[string]*netnstest.Node{}, backend: map[string]*Backend{},
 		clients: map[string]netns.NsHandle{}, own: map[string][]netip.Addr{},
 		addrs: map[string]netip.Addr{
@@ -202,15 +218,25 @@ func newFlowBed(t *testing.T) *flowBed {
 	bed.st.Endpoints[web.Key] = ep("10.244.3.11", "node-c")
 	bed.st.Endpoints[local.Key] = ep("10.244.2.11", "node-b")
 
+	serviceCIDRs := []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16")}
 	for name, n := range bed.nodes {
-		bed.backend[name] = newBackendIn(t, n.NS, func(tbl *ruleset.Table) Part {
-			p, err := NewServiceProxy(tbl, ServiceProxyConfig{NodeName: name, NetNSFd: int(n.NS),
-				ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16")}})
+		part := func(tbl *ruleset.Table) Part {
+			p, err := NewServiceProxy(tbl, ServiceProxyConfig{NodeName: name, NetNSFd: int(n.NS), ServiceCIDRs: serviceCIDRs})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return p
-		})
+		}
+		if mode == "ipvs" {
+			proxy := newIPVSProxyIn(t, n, name)
+			if err := proxy.Sync(context.Background(), bed.st, &model.Changes{Full: true}); err != nil {
+				t.Fatalf("%s: IPVS sync: %v", name, err)
+			}
+			part = func(tbl *ruleset.Table) Part {
+				return ipvs.NewNAT(tbl, ipvs.NATConfig{PlanConfig: ipvs.PlanConfig{NodeName: name}, ServiceCIDRs: serviceCIDRs})
+			}
+		}
+		bed.backend[name] = newBackendIn(t, n.NS, part)
 		syncOK(t, bed.backend[name], bed.st, &model.Changes{Full: true})
 	}
 	return bed
@@ -255,10 +281,26 @@ func (bed *flowBed) check(t *testing.T, r flowRow) {
 }
 
 // TestKernelServiceFlows proves every row of flowRows with a real TCP
-// connection.
+// connection, with the nftables service proxy.
 func TestKernelServiceFlows(t *testing.T) {
-	bed := newFlowBed(t)
+	bed := newFlowBed(t, "nftables")
 	for _, r := range flowRows {
 		t.Run(r.name, func(t *testing.T) { bed.check(t, r) })
+	}
+}
+
+// TestKernelServiceFlowsIPVS proves the same rows with the IPVS proxy and
+// its nftables NAT part, where a row's ipvsOutcome says what IPVS does
+// instead (and ipvsWhy why). It needs IPVS, so it runs in the VM tier.
+func TestKernelServiceFlowsIPVS(t *testing.T) {
+	bed := newFlowBed(t, "ipvs")
+	for _, r := range flowRows {
+		t.Run(r.name, func(t *testing.T) {
+			if r.ipvsWhy != "" {
+				t.Logf("IPVS differs: %s", r.ipvsWhy)
+				r.outcome = r.ipvsOutcome
+			}
+			bed.check(t, r)
+		})
 	}
 }

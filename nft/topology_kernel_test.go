@@ -17,7 +17,7 @@ import (
 // EndpointSlice controller's zone hints, once with trafficDistribution
 // PreferClose and slices without hints.
 func TestKernelTopology(t *testing.T) {
-	bed := newFlowBed(t)
+	bed := newFlowBed(t, "nftables")
 	serveIdentity(t, bed.nodes["node-c"].AddPod("c2", netip.MustParseAddr("10.244.3.12")).NS, "c2", svcPort)
 	for name, zone := range map[string]string{"node-a": "a", "node-b": "a", "node-c": "b"} {
 		n := *bed.st.Nodes[name]
