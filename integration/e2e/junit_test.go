@@ -82,3 +82,27 @@ func TestImageNamed(t *testing.T) {
 		t.Error("nginx found in a list without it")
 	}
 }
+
+// The CI subset selects exactly its curated cases among Netpol's, and no
+// UDP or SCTP variant of them.
+func TestCISuiteFocus(t *testing.T) {
+	focus, _, err := Suites["ci"].Patterns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tcp = "[sig-network] Netpol NetworkPolicy between server and client "
+	for _, c := range netpolCI {
+		if name := tcp + c + " [Feature:NetworkPolicy]"; !focus.MatchString(name) {
+			t.Errorf("ci focus misses %q", name)
+		}
+	}
+	for _, name := range []string{
+		"[sig-network] Netpol [LinuxOnly] NetworkPolicy between server and client using UDP should support a 'default-deny-ingress' policy [Feature:NetworkPolicy]",
+		tcp + "should support a 'default-deny-all' policy [Feature:NetworkPolicy]",
+		tcp + "should allow ingress access from updated namespace [Feature:NetworkPolicy]",
+	} {
+		if focus.MatchString(name) {
+			t.Errorf("ci focus selects %q", name)
+		}
+	}
+}
