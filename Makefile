@@ -40,6 +40,18 @@ CLUSTER_TIMEOUT   ?= 60m
 CLUSTER_TESTS     ?= .
 DEMO_FLAGS        ?=
 
+# make e2e: upstream's sig-network e2e suites (e2e.test and agnhost built from
+# k8s.io/kubernetes by integration/cluster/tools/e2e, cached in CLUSTER_CACHE_DIR;
+# the agnhost image gets a Debian shell userland fetched with apt-get download,
+# cached in CACHE_DIR/e2e) on E2E_NODES nodes of the node tier with nfrouter as
+# the only network agent. E2E_SUITES: netpol (the NetworkPolicy suite), services
+# (the Services conformance cases), ci (a curated NetworkPolicy subset). The
+# results table goes to E2E_OUT/results.md. Heavy: not part of `make test`.
+E2E_SUITES ?= netpol,services
+E2E_NODES  ?= 2
+E2E_OUT    ?= $(BIN_DIR)/e2e
+E2E_FLAGS  ?=
+
 # make image: the static binary for every IMAGE_PLATFORMS, cross-compiled, in one
 # multi-platform OCI image (empty base, one layer, /nfrouter as entrypoint) written
 # as IMAGE_TAR, which `ctr -n k8s.io image import` and `docker load` accept. No
@@ -48,7 +60,7 @@ IMAGE           ?= nfrouter:dev
 IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 IMAGE_TAR       ?= $(BIN_DIR)/nfrouter-image.tar
 
-.PHONY: all build image image-test test test-unit test-kernel test-vm test-cluster test-node demo lint bench setup clean
+.PHONY: all build image image-test test test-unit test-kernel test-vm test-cluster test-node e2e demo lint bench setup clean
 
 all: build
 
@@ -109,6 +121,11 @@ test-cluster: build
 test-node: build
 	@if [ "$$(id -u)" != 0 ]; then echo "test-node: skipped: the node tier needs root (runc, network namespaces)"; exit 0; fi; \
 	set -x; NFROUTER_BIN=$(abspath $(BIN_DIR))/nfrouter $(GO) test -count=1 -v ./integration/node/
+
+e2e: setup image
+	@if [ "$$(id -u)" != 0 ]; then echo "e2e: needs root (nodes are network and mount namespaces)"; exit 1; fi
+	GO=$(GO) $(GO) run ./integration/e2e/cmd/e2e -cache $(CACHE_DIR) -out $(E2E_OUT) -suites $(E2E_SUITES) \
+	  -nodes $(E2E_NODES) -nfrouter $(IMAGE_TAR) $(E2E_FLAGS)
 
 # demo starts a 2-node test bed with nfrouter on both nodes; see README.
 demo: setup build
