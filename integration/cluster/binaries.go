@@ -68,10 +68,16 @@ var e2eTool = tool{dir: "e2e", module: "k8s.io/kubernetes",
 	testPackages: map[string]string{"e2e.test": "k8s.io/kubernetes/test/e2e"},
 	versionPkg:   "k8s.io/component-base/version"}
 
-// E2EBinaries are upstream's end-to-end suite and agnhost.
+// corednsTool builds the e2e runs' cluster DNS: main.go in its module
+// directory, CoreDNS with the few plugins a test cluster needs.
+var corednsTool = tool{dir: "coredns", module: "github.com/coredns/coredns",
+	packages: map[string]string{"coredns": "github.com/nfrouter/nfrouter/integration/cluster/tools/coredns"}}
+
+// E2EBinaries are upstream's end-to-end suite, agnhost and the cluster DNS.
 type E2EBinaries struct {
 	E2ETest string
 	Agnhost string
+	CoreDNS string
 }
 
 // EnsureBinaries returns the control-plane binaries, building them first when
@@ -90,15 +96,15 @@ func EnsureBinaries(ctx context.Context, toolsDir, cacheDir string, progress io.
 		Scheduler: paths["kube-scheduler"], Kubelet: paths["kubelet"], KubeProxy: paths["kube-proxy"], Kubectl: paths["kubectl"]}, nil
 }
 
-// EnsureE2EBinaries returns e2e.test and agnhost, building them first (about
+// EnsureE2EBinaries returns e2e.test, agnhost and CoreDNS, building them first (about
 // 4 min on 2 cores when the Kubernetes packages are already compiled) when
 // cacheDir does not hold them yet, in the way of EnsureBinaries.
 func EnsureE2EBinaries(ctx context.Context, toolsDir, cacheDir string, progress io.Writer, log *slog.Logger) (E2EBinaries, error) {
-	paths, err := ensureTools(ctx, []tool{e2eTool}, toolsDir, cacheDir, progress, log)
+	paths, err := ensureTools(ctx, []tool{e2eTool, corednsTool}, toolsDir, cacheDir, progress, log)
 	if err != nil {
 		return E2EBinaries{}, err
 	}
-	return E2EBinaries{E2ETest: paths["e2e.test"], Agnhost: paths["agnhost"]}, nil
+	return E2EBinaries{E2ETest: paths["e2e.test"], Agnhost: paths["agnhost"], CoreDNS: paths["coredns"]}, nil
 }
 
 // ensureTools builds the tools missing from cacheDir, one caller at a time,
@@ -202,8 +208,9 @@ func (t tool) ldflags(version string) string {
 	return flags
 }
 
-// cacheKey is "<dir>-<version>-<hash of go.mod, go.sum, the packages and
-// the flags they are built with>", and the version.
+// cacheKey is "<dir>-<version>-<hash of go.mod, go.sum, the module's own
+// Go files, the packages and the flags they are built with>", and the
+// version.
 func (t tool) cacheKey(modDir string) (key, version string, err error) {
 	h := sha256.New()
 	for _, f := range []string{"go.mod", "go.sum"} {
@@ -227,6 +234,20 @@ func (t tool) cacheKey(modDir string) (key, version string, err error) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(t.packages)) {
 		fmt.Fprintf(h, "%s=%s\n", name, t.packages[name])
+	}
+	// A tool's own Go files (a main package of its module) are part of its
+	// build; the modules without any keep their keys.
+	sources, err := filepath.Glob(filepath.Join(modDir, "*.go"))
+	if err != nil {
+		return "", "", fmt.Errorf("build %s: %w", t.dir, err)
+	}
+	for _, f := range sources {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", "", fmt.Errorf("build %s: %w", t.dir, err)
+		}
+		fmt.Fprintf(h, "source %s\n", filepath.Base(f))
+		h.Write(b)
 	}
 	// Only tools with test binaries hash them, so that the other tools'
 	// keys (and their cached builds) stay as they were.

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"maps"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -49,5 +51,30 @@ func TestBuildsTestBinariesWithTestC(t *testing.T) {
 	}
 	if bs[1].name != "e2e.test" || len(bs[1].goCmd) != 2 || bs[1].goCmd[1] != "-c" {
 		t.Errorf("second build %+v, want e2e.test with go test -c", bs[1])
+	}
+}
+
+// A tool with Go files of its own (CoreDNS's main) is rebuilt when they
+// change.
+func TestCacheKeyCoversOwnSources(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"go.mod", "go.sum", "main.go"} {
+		b, err := os.ReadFile(filepath.Join("tools/coredns", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, _, err := corednsTool.cacheKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if after, _, _ := corednsTool.cacheKey(dir); after == before {
+		t.Errorf("a changed main.go left the key at %s", before)
 	}
 }
