@@ -21,6 +21,9 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/nfrouter/nfrouter/integration/cluster"
 	"github.com/nfrouter/nfrouter/integration/e2e"
 )
@@ -28,6 +31,7 @@ import (
 type options struct {
 	repo, cache, out, kubeconfig, nfrouter string
 	suites                                 []string
+	dnsIP                                  string
 	nodes                                  int
 	imagesOnly                             bool
 }
@@ -41,6 +45,7 @@ func main() {
 	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "run against this cluster instead of starting the node tier (its nodes must hold the images)")
 	flag.StringVar(&o.nfrouter, "nfrouter", "bin/nfrouter-image.tar", "nfrouter image archive for the node tier (make image)")
 	flag.IntVar(&o.nodes, "nodes", 2, "nodes")
+	flag.StringVar(&o.dnsIP, "dns-ip", "10.96.0.10", "the kubelets' clusterDNS: a CoreDNS Service is made there (empty: none)")
 	flag.BoolVar(&o.imagesOnly, "images-only", false, "build the binaries and image archives, then stop")
 	flag.Parse()
 	o.suites = strings.Split(*suites, ",")
@@ -107,6 +112,12 @@ func run(ctx context.Context, o options) error {
 		}()
 		kubeconfig = nodes.Kubeconfig()
 	}
+	if o.dnsIP != "" {
+		step("cluster DNS at %s", o.dnsIP)
+		if err := deployDNS(ctx, kubeconfig, o.dnsIP); err != nil {
+			return err
+		}
+	}
 
 	var runs []e2e.Run
 	for _, s := range suites {
@@ -161,6 +172,16 @@ func buildImages(ctx context.Context, bins cluster.E2EBinaries, cache, dir strin
 	}
 	archives[agnhostRef] = path
 	fmt.Printf("%s: %s (%d userland files)\n", agnhostRef, path, len(userland))
+	coredns, err := os.ReadFile(bins.CoreDNS)
+	if err != nil {
+		return nil, err
+	}
+	path = filepath.Join(dir, "coredns.tar")
+	if err := e2e.WriteImage(path, e2e.CoreDNSImage, e2e.CoreDNSSpec(coredns)); err != nil {
+		return nil, err
+	}
+	archives[e2e.CoreDNSImage] = path
+	fmt.Printf("%s: %s\n", e2e.CoreDNSImage, path)
 	return archives, nil
 }
 
@@ -175,6 +196,18 @@ func (progressWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+func deployDNS(ctx context.Context, kubeconfig, ip string) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return e2e.NewDNSObjects(ip, e2e.CoreDNSImage).Apply(ctx, cs, 3*time.Minute)
 }
 
 func writeResults(path string, o options, runs []e2e.Run) error {
