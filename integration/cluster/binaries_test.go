@@ -4,6 +4,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -49,8 +50,8 @@ func TestBuildsTestBinariesWithTestC(t *testing.T) {
 	if bs[0].name != "agnhost" || len(bs[0].goCmd) != 1 || bs[0].goCmd[0] != "build" {
 		t.Errorf("first build %+v, want agnhost with go build", bs[0])
 	}
-	if bs[1].name != "e2e.test" || len(bs[1].goCmd) != 2 || bs[1].goCmd[1] != "-c" {
-		t.Errorf("second build %+v, want e2e.test with go test -c", bs[1])
+	if bs[1].name != "e2e.test" || !slices.Equal(bs[1].goCmd, []string{"test", "-c", "-vet=off"}) {
+		t.Errorf("second build %+v, want e2e.test with go test -c -vet=off", bs[1])
 	}
 }
 
