@@ -115,12 +115,21 @@ test-cluster: build
 	set -x; NFROUTER_CLUSTER_CACHE=$(CLUSTER_CACHE_DIR) NFROUTER_BIN=$(abspath $(BIN_DIR))/nfrouter GO=$(GO) \
 	  $(GO) test -count=1 -v -timeout $(CLUSTER_TIMEOUT) -run '$(CLUSTER_TESTS)' ./integration/cluster/
 
-# test-node runs nfrouter as runc runs it for the DaemonSet: its capabilities, a
-# read-only root and /proc/sys, in a network namespace standing for the node
-# (integration/node; about 1 s). It needs root and runc.
-test-node: build
-	@if [ "$$(id -u)" != 0 ]; then echo "test-node: skipped: the node tier needs root (runc, network namespaces)"; exit 0; fi; \
-	set -x; NFROUTER_BIN=$(abspath $(BIN_DIR))/nfrouter $(GO) test -count=1 -v ./integration/node/
+# test-node is the user's path (integration/node): two kubelet nodes with
+# containerd, each a network and mount namespace of its own, deploy/ applied
+# through kustomize with IMAGE_TAR imported, no kube-proxy and no other CNI;
+# then a Deployment rolled twice while its services are probed, a
+# NetworkPolicy, nfrouter's metrics. Also nfrouter in runc with exactly the
+# DaemonSet's privileges. About 2 minutes once the Kubernetes binaries are
+# cached (they are built as for test-cluster). It needs root, containerd,
+# runc and the reference CNI plugins (make setup).
+NODE_TIMEOUT ?= 10m
+NODE_TESTS   ?= .
+test-node: build image
+	@if [ "$$(id -u)" != 0 ]; then echo "test-node: skipped: the node tier needs root (namespaces, mounts, cgroups)"; exit 0; fi; \
+	set -x; NFROUTER_BIN=$(abspath $(BIN_DIR))/nfrouter NFROUTER_IMAGE_TAR=$(abspath $(IMAGE_TAR)) NFROUTER_IMAGE=$(IMAGE) \
+	  NFROUTER_CLUSTER_CACHE=$(CLUSTER_CACHE_DIR) GO=$(GO) \
+	  $(GO) test -count=1 -v -timeout $(NODE_TIMEOUT) -run '$(NODE_TESTS)' ./integration/node/
 
 e2e: setup image
 	@if [ "$$(id -u)" != 0 ]; then echo "e2e: needs root (nodes are network and mount namespaces)"; exit 1; fi

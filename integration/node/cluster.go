@@ -1,0 +1,322 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nfrouter/nfrouter/integration/cluster"
+	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
+)
+
+// Config says what a cluster needs from its caller; paths are passed in,
+// never assumed.
+type Config struct {
+	// Binaries are the Kubernetes programs (cluster.EnsureBinaries): etcd,
+	// the API server, controller manager, scheduler and kubelet.
+	Binaries cluster.Binaries
+	// Nodes is the number of kubelet nodes (default 2).
+	Nodes int
+	// PauseImage is an image archive (WriteArchive) that every node's
+	// containerd imports and uses as its sandbox image, named PauseRef.
+	PauseImage string
+	// Progress receives one line per start-up step (nil: discarded).
+	Progress io.Writer
+	Log      *slog.Logger // nil: discard
+	// KeepDir leaves the work directory (logs, configs) for a look after Close.
+	KeepDir bool
+}
+
+// PauseRef is the sandbox image's name in every node's containerd.
+const PauseRef = "nfrouter.test/pause:1"
+
+// Cluster is a running control plane and its kubelet nodes. Close it to stop
+// and remove everything.
+type Cluster struct {
+	cfg        Config
+	log        *slog.Logger
+	dir        string
+	spawn      *spawner
+	cleanups   cleanups
+	pki        *pki
+	cpNS       netns.NsHandle // control plane; holds the bridge br0
+	cpH        *netlink.Handle
+	apiURL     string // the harness's forwarder
+	kubeconfig string
+	rest       *rest.Config
+	client     kubernetes.Interface
+	// Nodes are the kubelet nodes, node-1 … node-N.
+	Nodes []*Node
+
+	closeOnce sync.Once
+	stopSig   func()
+}
+
+// Start makes the control plane and the nodes: kubelets registered, not
+// yet Ready (they have no pod network until a CNI config appears). On error
+// everything made so far is removed.
+func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 2
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if err := Available(); err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg, log: cfg.Log}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	c.watchSignals()
+	if err := removeStaleCgroups(); err != nil {
+		return nil, fmt.Errorf("cluster: an earlier run's cgroups: %w", err)
+	}
+	removeStaleDirs(filepath.Join(os.TempDir(), "nfrouter-node-*"))
+	if c.dir, err = os.MkdirTemp("", "nfrouter-node-"); err != nil {
+		return nil, fmt.Errorf("cluster: work directory: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(c.dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return nil, fmt.Errorf("cluster: work directory: %w", err)
+	}
+	c.cleanups.add("remove "+c.dir, func() error {
+		if cfg.KeepDir {
+			return nil
+		}
+		return os.RemoveAll(c.dir)
+	})
+	if c.spawn, err = newSpawner(); err != nil {
+		return nil, err
+	}
+	// Registered early so that it runs late: the spawner's thread must
+	// outlive every child (Pdeathsig).
+	c.cleanups.add("stop spawner", func() error { c.spawn.close(); return nil })
+	if c.pki, err = newPKI(c.dir); err != nil {
+		return nil, err
+	}
+	if err := c.newControlPlaneNS(); err != nil {
+		return nil, err
+	}
+	c.progress("starting control plane in %s", c.dir)
+	if err := c.startControlPlane(ctx); err != nil {
+		return nil, err
+	}
+	if c.rest, err = clientcmd.BuildConfigFromFlags("", c.kubeconfig); err != nil {
+		return nil, fmt.Errorf("cluster: client: %w", err)
+	}
+	c.rest.QPS, c.rest.Burst = 100, 200
+	if c.client, err = kubernetes.NewForConfig(c.rest); err != nil {
+		return nil, fmt.Errorf("cluster: client: %w", err)
+	}
+	cgroups, err := newCgroupParent(cgroupPrefix + strconv.Itoa(os.Getpid()))
+	if err != nil {
+		return nil, err
+	}
+	c.cleanups.add("remove cgroups", cgroups.remove)
+	for i := 1; i <= cfg.Nodes; i++ {
+		n, err := c.startNode(ctx, i, cgroups)
+		if err != nil {
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, n)
+	}
+	c.progress("%d kubelets started", len(c.Nodes))
+	return c, nil
+}
+
+// Available reports why this machine cannot run nodes: not root, or a
+// program missing.
+func Available() error {
+	if os.Geteuid() != 0 {
+		return errors.New("the node tier needs root (namespaces, mounts, cgroups)")
+	}
+	for _, p := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr", "nsenter", "unshare", "mount"} {
+		if _, err := exec.LookPath(p); err != nil {
+			return fmt.Errorf("%s missing (make setup installs containerd and runc)", p)
+		}
+	}
+	for _, p := range []string{"bridge", "host-local", "loopback", "portmap"} {
+		if _, err := os.Stat(filepath.Join(CNIBinDir, p)); err != nil {
+			return fmt.Errorf("CNI plugin %s missing in %s (make setup installs containernetworking-plugins)", p, CNIBinDir)
+		}
+	}
+	return nil
+}
+
+// CNIBinDir holds the reference CNI plugins (Debian's containernetworking-plugins).
+const CNIBinDir = "/usr/lib/cni"
+
+// Dir is the cluster's work directory: logs, keys, kubeconfigs, node files.
+func (c *Cluster) Dir() string { return c.dir }
+
+// Kubeconfig is an admin kubeconfig for the API server, usable from the
+// harness's network namespace (kubectl, e2e.test).
+func (c *Cluster) Kubeconfig() string { return c.kubeconfig }
+
+// RESTConfig is the admin client configuration.
+func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.rest) }
+
+// Client is an admin client.
+func (c *Cluster) Client() kubernetes.Interface { return c.client }
+
+// Close stops every process the cluster started (by pid, and what runs in
+// the nodes' cgroups), and removes every cgroup, namespace and file it
+// made. Safe to call more than once.
+func (c *Cluster) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		err = c.cleanups.run(c.log)
+		c.stopSig()
+	})
+	return err
+}
+
+// watchSignals closes the cluster on SIGINT or SIGTERM and exits: deferred
+// cleanups and t.Cleanup would not run when the signal kills the process.
+func (c *Cluster) watchSignals() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	c.stopSig = func() { signal.Stop(ch); close(done) }
+	go func() {
+		select {
+		case s := <-ch:
+			fmt.Fprintf(os.Stderr, "\n%v: stopping the nodes\n", s)
+			c.Close() // a caller closing meanwhile waits in closeOnce
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+}
+
+// newControlPlaneNS makes the control plane's network namespace with the
+// bridge br0 that joins the nodes; the API server's address is on it.
+func (c *Cluster) newControlPlaneNS() error {
+	ns, err := kerneltest.CreateNetNS()
+	if err != nil {
+		return fmt.Errorf("control-plane namespace: %w", err)
+	}
+	c.cleanups.add("close control-plane namespace", ns.Close)
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		return fmt.Errorf("control-plane namespace: netlink: %w", err)
+	}
+	c.cleanups.add("close control-plane netlink", func() error { h.Close(); return nil })
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
+	if err := h.LinkAdd(br); err != nil {
+		return fmt.Errorf("control-plane namespace: bridge: %w", err)
+	}
+	if err := h.AddrAdd(br, kerneltest.Addr(netip.MustParseAddr(APIServerIP), 24)); err != nil {
+		return fmt.Errorf("control-plane namespace: address: %w", err)
+	}
+	if err := h.LinkSetUp(br); err != nil {
+		return fmt.Errorf("control-plane namespace: bridge up: %w", err)
+	}
+	c.cpNS, c.cpH = ns, h
+	return nil
+}
+
+// Kubectl runs kubectl with the admin kubeconfig and returns its output.
+func (c *Cluster) Kubectl(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, c.cfg.Binaries.Kubectl, append([]string{"--kubeconfig=" + c.kubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("kubectl %v: %w\n%s", args, err, out)
+	}
+	return out, nil
+}
+
+// ImportImage imports an image archive (OCI layout or docker save format)
+// into every node's containerd, in the namespace the CRI plugin uses.
+func (c *Cluster) ImportImage(ctx context.Context, archive string) error {
+	for _, n := range c.Nodes {
+		if err := n.importImage(ctx, archive); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) progress(format string, args ...any) {
+	fmt.Fprintf(c.cfg.Progress, "[%s] "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// cleanups is a stack of undo steps, run newest first by Close: each thing
+// made registers its undo right after it was made, so a start that fails
+// half-way undoes exactly what it did.
+type cleanups struct {
+	// mu protects fns.
+	mu  sync.Mutex
+	fns []cleanup
+}
+
+type cleanup struct {
+	what string
+	fn   func() error
+}
+
+func (c *cleanups) add(what string, fn func() error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fns = append(c.fns, cleanup{what, fn})
+}
+
+func (c *cleanups) run(log *slog.Logger) error {
+	c.mu.Lock()
+	fns := c.fns
+	c.fns = nil
+	c.mu.Unlock()
+	var errs []error
+	for i := len(fns) - 1; i >= 0; i-- {
+		if err := fns[i].fn(); err != nil {
+			log.Warn("Cleanup failed", "what", fns[i].what, "error", err)
+			errs = append(errs, fmt.Errorf("%s: %w", fns[i].what, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+const ownerFile = "owner.pid"
+
+// removeStaleDirs deletes work directories of earlier clusters whose process
+// is gone (kept ones too: KeepDir keeps a directory until the next run).
+func removeStaleDirs(pattern string) {
+	dirs, _ := filepath.Glob(pattern)
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue // not (yet) ours to judge
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(d)
+		}
+	}
+}
