@@ -134,7 +134,7 @@ test-node: build image
 e2e: setup image
 	@if [ "$$(id -u)" != 0 ]; then echo "e2e: needs root (nodes are network and mount namespaces)"; exit 1; fi
 	GO=$(GO) $(GO) run ./integration/e2e/cmd/e2e -cache $(CACHE_DIR) -out $(E2E_OUT) -suites $(E2E_SUITES) \
-	  -nodes $(E2E_NODES) -nfrouter $(IMAGE_TAR) $(E2E_FLAGS)
+	  -nodes $(E2E_NODES) -nfrouter $(IMAGE_TAR) -nfrouter-ref $(IMAGE) $(E2E_FLAGS)
 
 # demo starts a 2-node test bed with nfrouter on both nodes; see README.
 demo: setup build

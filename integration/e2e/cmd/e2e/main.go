@@ -30,6 +30,8 @@ import (
 
 type options struct {
 	repo, cache, out, kubeconfig, nfrouter string
+	nfrouterRef                            string
+	keep                                   bool
 	suites                                 []string
 	dnsIP                                  string
 	nodes                                  int
@@ -44,6 +46,8 @@ func main() {
 	flag.StringVar(&o.out, "out", "bin/e2e", "directory for the images, reports, logs and results.md")
 	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "run against this cluster instead of starting the node tier (its nodes must hold the images)")
 	flag.StringVar(&o.nfrouter, "nfrouter", "bin/nfrouter-image.tar", "nfrouter image archive for the node tier (make image)")
+	flag.StringVar(&o.nfrouterRef, "nfrouter-ref", "nfrouter:dev", "the reference of nfrouter's image in -nfrouter")
+	flag.BoolVar(&o.keep, "keep", false, "keep the node tier's work directory (logs, configs) after the run")
 	flag.IntVar(&o.nodes, "nodes", 2, "nodes")
 	flag.StringVar(&o.dnsIP, "dns-ip", "10.96.0.10", "the kubelets' clusterDNS: a CoreDNS Service is made there (empty: none)")
 	flag.BoolVar(&o.imagesOnly, "images-only", false, "build the binaries and image archives, then stop")
