@@ -3,10 +3,12 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -83,18 +85,47 @@ func parseImageList(out []byte) []string {
 }
 
 // ImageNamed returns the reference in refs whose repository ends in
-// "/"+name (e.g. "agnhost" → "registry.example/e2e-test-images/agnhost:2.66.1").
+// "/"+name, the newest tag when there are several (e2e.test lists agnhost
+// 2.66.1, the one its framework runs, beside older tags a few cases pin).
 func ImageNamed(refs []string, name string) (string, error) {
+	best, bestTag := "", ""
 	for _, r := range refs {
-		repo := r
+		repo, tag := r, ""
 		if i := strings.LastIndex(r, ":"); i > strings.LastIndex(r, "/") {
-			repo = r[:i]
+			repo, tag = r[:i], r[i+1:]
 		}
-		if strings.HasSuffix(repo, "/"+name) {
-			return r, nil
+		if strings.HasSuffix(repo, "/"+name) && (best == "" || compareVersions(tag, bestTag) > 0) {
+			best, bestTag = r, tag
 		}
 	}
-	return "", fmt.Errorf("e2e.test --list-images names no %s image", name)
+	if best == "" {
+		return "", fmt.Errorf("e2e.test --list-images names no %s image", name)
+	}
+	return best, nil
+}
+
+// compareVersions compares dotted numeric versions ("2.66.1" > "2.55" >
+// "2.6"); a part that is not a number compares as text.
+func compareVersions(a, b string) int {
+	as, bs := strings.Split(strings.TrimPrefix(a, "v"), "."), strings.Split(strings.TrimPrefix(b, "v"), ".")
+	for i := 0; i < len(as) || i < len(bs); i++ {
+		var x, y string
+		if i < len(as) {
+			x = as[i]
+		}
+		if i < len(bs) {
+			y = bs[i]
+		}
+		xn, xerr := strconv.Atoi(x)
+		yn, yerr := strconv.Atoi(y)
+		switch {
+		case xerr == nil && yerr == nil && xn != yn:
+			return cmp.Compare(xn, yn)
+		case (xerr != nil || yerr != nil) && x != y:
+			return strings.Compare(x, y)
+		}
+	}
+	return 0
 }
 
 // archiveName is a file name for ref's archive.

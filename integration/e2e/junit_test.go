@@ -71,7 +71,8 @@ func TestWriteTable(t *testing.T) {
 }
 
 func TestImageNamed(t *testing.T) {
-	refs := parseImageList([]byte("registry.example/e2e-test-images/agnhost:2.66.1\nregistry.example/pause:3.10.1\nregistry.example/e2e-test-images/busybox:1.37.0-1\n"))
+	refs := parseImageList([]byte("registry.example/e2e-test-images/agnhost:2.55\nregistry.example/e2e-test-images/agnhost:2.66.1\n" +
+		"registry.example/pause:3.10.1\nother.example/k8s-authenticated-test/agnhost:2.6\nregistry.example/e2e-test-images/busybox:1.37.0-1\n"))
 	if got, err := ImageNamed(refs, "agnhost"); err != nil || got != "registry.example/e2e-test-images/agnhost:2.66.1" {
 		t.Errorf("agnhost: %q, %v", got, err)
 	}
