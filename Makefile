@@ -60,7 +60,7 @@ IMAGE           ?= nfrouter:dev
 IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 IMAGE_TAR       ?= $(BIN_DIR)/nfrouter-image.tar
 
-.PHONY: all build image image-test test test-unit test-kernel test-vm test-cluster test-node e2e demo lint bench setup clean
+.PHONY: all build image image-test test test-unit test-kernel test-vm test-cluster test-node e2e test-e2e-ci demo lint bench setup clean
 
 all: build
 
@@ -92,7 +92,7 @@ setup:
 
 # test runs every tier: unit and kernel tests (kernel tests skip when not root),
 # then the cluster tier (skips when not root) and the VM tier.
-test: setup lint test-unit test-cluster test-node test-vm
+test: setup lint test-unit test-cluster test-node test-e2e-ci test-vm
 
 test-unit:
 	$(GO) test -count=1 ./...
@@ -135,6 +135,14 @@ e2e: setup image
 	@if [ "$$(id -u)" != 0 ]; then echo "e2e: needs root (nodes are network and mount namespaces)"; exit 1; fi
 	GO=$(GO) $(GO) run ./integration/e2e/cmd/e2e -cache $(CACHE_DIR) -out $(E2E_OUT) -suites $(E2E_SUITES) \
 	  -nodes $(E2E_NODES) -nfrouter $(IMAGE_TAR) -nfrouter-ref $(IMAGE) $(E2E_FLAGS)
+
+# test-e2e-ci is make e2e's curated NetworkPolicy subset (five upstream Netpol
+# cases: named ports, namespace selectors, all probed through service IPs) on
+# two nodes: about 3 minutes with the binaries cached (the first build of
+# e2e.test, agnhost and CoreDNS takes ~20 min on 2 cores). Root only.
+test-e2e-ci:
+	@if [ "$$(id -u)" != 0 ]; then echo "test-e2e-ci: skipped: the node tier needs root (namespaces, mounts, cgroups)"; exit 0; fi; \
+	$(MAKE) e2e E2E_SUITES=ci E2E_NODES=2 E2E_OUT=$(BIN_DIR)/e2e-ci
 
 # demo starts a 2-node test bed with nfrouter on both nodes; see README.
 demo: setup build

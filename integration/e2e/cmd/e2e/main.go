@@ -144,7 +144,17 @@ func run(ctx context.Context, o options) error {
 			n[e2e.Skipped], r.Duration.Round(time.Second), filepath.Join(dir, "e2e.log"))
 		runs = append(runs, r)
 	}
-	return writeResults(filepath.Join(out, "results.md"), o, runs)
+	if err := writeResults(filepath.Join(out, "results.md"), o, runs); err != nil {
+		return err
+	}
+	failed := 0
+	for _, r := range runs {
+		failed += e2e.Counts(r.Results)[e2e.Failed]
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d cases failed (results.md)", failed)
+	}
+	return nil
 }
 
 // buildImages writes the agnhost image archive under the reference
