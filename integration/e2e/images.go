@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -126,10 +125,4 @@ func compareVersions(a, b string) int {
 		}
 	}
 	return 0
-}
-
-// archiveName is a file name for ref's archive.
-func archiveName(dir, ref string) string {
-	r := strings.NewReplacer("/", "_", ":", "_")
-	return filepath.Join(dir, r.Replace(ref)+".tar")
 }
