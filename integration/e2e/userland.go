@@ -20,17 +20,20 @@ import (
 
 // ShellPackages are the Debian packages whose programs upstream's Services
 // tests run in agnhost pods: `/bin/sh -c` scripts with curl, `wget -q -O -
-// -T 1`, `nc -v -t|-u -w 2` and `seq`. busybox alone does not do (its nc lacks
+// -T 1`, `nc -v -t|-u -w 2`, `seq`, and `nslookup` for ExternalName services.
+// busybox alone does not do (its nc lacks
 // -v/-t/-u, its wget -T crashes, its sh prefers its own applets to $PATH).
-var ShellPackages = []string{"dash", "curl", "wget", "netcat-openbsd", "coreutils"}
+var ShellPackages = []string{"dash", "curl", "wget", "netcat-openbsd", "coreutils", "bind9-dnsutils"}
 
 // ShellPrograms maps a path in the image to the program's path in the
 // unpacked packages. Everything else the image gets is their ELF closure.
 var ShellPrograms = map[string][]string{
-	"/bin/sh":       {"bin/dash", "usr/bin/dash"},
-	"/usr/bin/curl": {"usr/bin/curl"},
-	"/usr/bin/wget": {"usr/bin/wget"},
-	"/usr/bin/nc":   {"bin/nc.openbsd", "usr/bin/nc.openbsd"},
+	"/bin/sh":           {"bin/dash", "usr/bin/dash"},
+	"/usr/bin/curl":     {"usr/bin/curl"},
+	"/usr/bin/wget":     {"usr/bin/wget"},
+	"/usr/bin/nc":       {"bin/nc.openbsd", "usr/bin/nc.openbsd"},
+	"/usr/bin/nslookup": {"usr/bin/nslookup"},
+	"/usr/bin/dig":      {"usr/bin/dig"},
 }
 
 // coreutilsPrograms are the coreutils programs the tests' scripts use or that
