@@ -35,7 +35,7 @@ type options struct {
 	suites                                 []string
 	dnsIP                                  string
 	nodes                                  int
-	imagesOnly                             bool
+	imagesOnly, fromReports                bool
 }
 
 func main() {
@@ -51,6 +51,7 @@ func main() {
 	flag.IntVar(&o.nodes, "nodes", 2, "nodes")
 	flag.StringVar(&o.dnsIP, "dns-ip", "10.96.0.10", "the kubelets' clusterDNS: a CoreDNS Service is made there (empty: none)")
 	flag.BoolVar(&o.imagesOnly, "images-only", false, "build the binaries and image archives, then stop")
+	flag.BoolVar(&o.fromReports, "from-reports", false, "run nothing: write results.md from the suites' reports already in -out")
 	flag.Parse()
 	o.suites = strings.Split(*suites, ",")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -79,6 +80,9 @@ func run(ctx context.Context, o options) error {
 	out, err := filepath.Abs(o.out)
 	if err != nil {
 		return err
+	}
+	if o.fromReports {
+		return resultsFromReports(out, o, suites)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	step := func(format string, args ...any) { fmt.Printf("\n==> "+format+"\n", args...) }
@@ -210,6 +214,33 @@ func (progressWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// resultsFromReports writes results.md from the JUnit reports of earlier
+// runs (durations unknown: the reports' own case times are shown).
+func resultsFromReports(out string, o options, suites []e2e.Suite) error {
+	var runs []e2e.Run
+	for _, s := range suites {
+		focus, skip, err := s.Patterns()
+		if err != nil {
+			return err
+		}
+		f, err := os.Open(filepath.Join(out, s.Name, "junit_01.xml"))
+		if err != nil {
+			return err
+		}
+		results, err := e2e.ParseJUnit(f, focus, skip)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		var total time.Duration
+		for _, r := range results {
+			total += r.Duration
+		}
+		runs = append(runs, e2e.Run{Suite: s, Results: results, Duration: total})
+	}
+	return writeResults(filepath.Join(out, "results.md"), o, runs)
 }
 
 func deployDNS(ctx context.Context, kubeconfig, ip string) error {
