@@ -138,7 +138,7 @@ e2e: setup image
 
 # test-e2e-ci is make e2e's curated NetworkPolicy subset (five upstream Netpol
 # cases: named ports, namespace selectors, all probed through service IPs) on
-# two nodes: about 3 minutes with the binaries cached (the first build of
+# two nodes: about 2 minutes with the binaries cached (the first build of
 # e2e.test, agnhost and CoreDNS takes ~20 min on 2 cores). Root only.
 test-e2e-ci:
 	@if [ "$$(id -u)" != 0 ]; then echo "test-e2e-ci: skipped: the node tier needs root (namespaces, mounts, cgroups)"; exit 0; fi; \
