@@ -117,24 +117,28 @@ test-cluster: build
 
 # test-node is the user's path (integration/node): two kubelet nodes with
 # containerd, each a network and mount namespace of its own, deploy/ applied
-# through kustomize with IMAGE_TAR imported, no kube-proxy and no other CNI;
-# then a Deployment rolled twice while its services are probed, a
-# NetworkPolicy, nfrouter's metrics. Also nfrouter in runc with exactly the
-# DaemonSet's privileges. About 2 minutes once the Kubernetes binaries are
-# cached (they are built as for test-cluster). It needs root, containerd,
-# runc and the reference CNI plugins (make setup).
-NODE_TIMEOUT ?= 10m
-NODE_TESTS   ?= .
-test-node: build image
+# through kustomize with the image imported (NODE_IMAGE_TAR: this machine's
+# platform only, no cross build), no kube-proxy and no other CNI; then a
+# Deployment rolled twice while its services are probed, a NetworkPolicy,
+# nfrouter's metrics. Also nfrouter in runc with exactly the DaemonSet's
+# privileges. The test takes 50-100 s once the Kubernetes binaries are
+# cached (built as for test-cluster). It needs root, containerd, runc and
+# the reference CNI plugins (make setup installs them).
+NODE_TIMEOUT   ?= 10m
+NODE_TESTS     ?= .
+NODE_IMAGE_TAR ?= $(BIN_DIR)/nfrouter-image-local.tar
+test-node: build
 	@if [ "$$(id -u)" != 0 ]; then echo "test-node: skipped: the node tier needs root (namespaces, mounts, cgroups)"; exit 0; fi; \
-	set -x; NFROUTER_BIN=$(abspath $(BIN_DIR))/nfrouter NFROUTER_IMAGE_TAR=$(abspath $(IMAGE_TAR)) NFROUTER_IMAGE=$(IMAGE) \
+	set -x; $(MAKE) --no-print-directory image IMAGE_PLATFORMS=linux/$$($(GO) env GOARCH) IMAGE_TAR=$(NODE_IMAGE_TAR) && \
+	NFROUTER_BIN=$(abspath $(BIN_DIR))/nfrouter NFROUTER_IMAGE_TAR=$(abspath $(NODE_IMAGE_TAR)) NFROUTER_IMAGE=$(IMAGE) \
 	  NFROUTER_CLUSTER_CACHE=$(CLUSTER_CACHE_DIR) GO=$(GO) \
 	  $(GO) test -count=1 -v -timeout $(NODE_TIMEOUT) -run '$(NODE_TESTS)' ./integration/node/
 
-e2e: setup image
-	@if [ "$$(id -u)" != 0 ]; then echo "e2e: needs root (nodes are network and mount namespaces)"; exit 1; fi
+e2e: setup build
+	@if [ "$$(id -u)" != 0 ]; then echo "e2e: needs root (nodes are network and mount namespaces)"; exit 1; fi; \
+	set -x; $(MAKE) --no-print-directory image IMAGE_PLATFORMS=linux/$$($(GO) env GOARCH) IMAGE_TAR=$(NODE_IMAGE_TAR) && \
 	GO=$(GO) $(GO) run ./integration/e2e/cmd/e2e -cache $(CACHE_DIR) -out $(E2E_OUT) -suites $(E2E_SUITES) \
-	  -nodes $(E2E_NODES) -nfrouter $(IMAGE_TAR) -nfrouter-ref $(IMAGE) $(E2E_FLAGS)
+	  -nodes $(E2E_NODES) -nfrouter $(NODE_IMAGE_TAR) -nfrouter-ref $(IMAGE) $(E2E_FLAGS)
 
 # test-e2e-ci is make e2e's curated NetworkPolicy subset (five upstream Netpol
 # cases: named ports, namespace selectors, all probed through service IPs) on

@@ -113,6 +113,12 @@ func ensureTools(ctx context.Context, ts []tool, toolsDir, cacheDir string, prog
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return nil, fmt.Errorf("binaries: cache directory: %w", err)
 	}
+	// A finished build's directory never changes (it appears by rename), so
+	// when every tool is built there is nothing to wait for: the lock is
+	// held for as long as any build runs, of any tool.
+	if paths, ok := cachedPaths(ts, toolsDir, cacheDir); ok {
+		return paths, nil
+	}
 	lock, err := os.OpenFile(filepath.Join(cacheDir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("binaries: lock: %w", err)
@@ -135,6 +141,26 @@ func ensureTools(ctx context.Context, ts []tool, toolsDir, cacheDir string, prog
 		}
 	}
 	return paths, nil
+}
+
+// cachedPaths returns the path of every binary of ts by name when every
+// tool's build is complete in cacheDir.
+func cachedPaths(ts []tool, toolsDir, cacheDir string) (map[string]string, bool) {
+	paths := map[string]string{}
+	for _, t := range ts {
+		key, _, err := t.cacheKey(filepath.Join(toolsDir, t.dir))
+		if err != nil {
+			return nil, false
+		}
+		dir := filepath.Join(cacheDir, key)
+		if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil {
+			return nil, false
+		}
+		for _, b := range t.builds() {
+			paths[b.name] = filepath.Join(dir, b.name)
+		}
+	}
+	return paths, true
 }
 
 func (t tool) ensure(ctx context.Context, modDir, cacheDir string, progress io.Writer, log *slog.Logger) (string, error) {
