@@ -45,6 +45,19 @@ DEMO_FLAGS        ?=
 BENCH_COMPARE_FLAGS ?=
 BENCH_OUT           ?= bench-results
 
+# make e2e: upstream's sig-network e2e suites (e2e.test and agnhost built from
+# k8s.io/kubernetes by integration/cluster/tools/e2e, cached in CLUSTER_CACHE_DIR;
+# the agnhost image gets a Debian shell userland fetched with apt-get download,
+# cached in CACHE_DIR/e2e) on E2E_NODES nodes of the node tier with nfrouter as
+# the only network agent. E2E_SUITES: netpol (the NetworkPolicy suite), services
+# (the Services conformance cases), ci (a curated NetworkPolicy subset). The
+# results table goes to E2E_OUT/results.md. The whole suites are heavy (~10 min
+# once built): `make test` runs only test-e2e-ci.
+E2E_SUITES ?= netpol,services
+E2E_NODES  ?= 2
+E2E_OUT    ?= $(BIN_DIR)/e2e
+E2E_FLAGS  ?=
+
 # make image: the static binary for every IMAGE_PLATFORMS, cross-compiled, in one
 # multi-platform OCI image (empty base, one layer, /nfrouter as entrypoint) written
 # as IMAGE_TAR, which `ctr -n k8s.io image import` and `docker load` accept. No
@@ -53,7 +66,7 @@ IMAGE           ?= nfrouter:dev
 IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 IMAGE_TAR       ?= $(BIN_DIR)/nfrouter-image.tar
 
-.PHONY: all build image image-test test test-unit test-kernel test-vm test-cluster test-node demo bench-compare lint bench setup clean
+.PHONY: all build image image-test test test-unit test-kernel test-vm test-cluster test-node e2e test-e2e-ci demo bench-compare lint bench setup clean
 
 all: build
 
@@ -85,7 +98,7 @@ setup:
 
 # test runs every tier: unit and kernel tests (kernel tests skip when not root),
 # then the cluster tier (skips when not root) and the VM tier.
-test: setup lint test-unit test-cluster test-node test-vm
+test: setup lint test-unit test-cluster test-node test-e2e-ci test-vm
 
 test-unit:
 	$(GO) test -count=1 ./...
@@ -126,6 +139,20 @@ test-node: build
 	NFROUTER_BIN=$(abspath $(BIN_DIR))/nfrouter NFROUTER_IMAGE_TAR=$(abspath $(NODE_IMAGE_TAR)) NFROUTER_IMAGE=$(IMAGE) \
 	  NFROUTER_CLUSTER_CACHE=$(CLUSTER_CACHE_DIR) GO=$(GO) \
 	  $(GO) test -count=1 -v -timeout $(NODE_TIMEOUT) -run '$(NODE_TESTS)' ./integration/node/
+
+e2e: setup build
+	@if [ "$$(id -u)" != 0 ]; then echo "e2e: needs root (nodes are network and mount namespaces)"; exit 1; fi; \
+	set -x; $(MAKE) --no-print-directory image IMAGE_PLATFORMS=linux/$$($(GO) env GOARCH) IMAGE_TAR=$(NODE_IMAGE_TAR) && \
+	GO=$(GO) $(GO) run ./integration/e2e/cmd/e2e -cache $(CACHE_DIR) -out $(E2E_OUT) -suites $(E2E_SUITES) \
+	  -nodes $(E2E_NODES) -nfrouter $(NODE_IMAGE_TAR) -nfrouter-ref $(IMAGE) $(E2E_FLAGS)
+
+# test-e2e-ci is make e2e's curated NetworkPolicy subset (five upstream Netpol
+# cases: named ports, namespace selectors, all probed through service IPs) on
+# two nodes: about 2 minutes with the binaries cached (the first build of
+# e2e.test, agnhost and CoreDNS takes ~20 min on 2 cores). Root only.
+test-e2e-ci:
+	@if [ "$$(id -u)" != 0 ]; then echo "test-e2e-ci: skipped: the node tier needs root (namespaces, mounts, cgroups)"; exit 0; fi; \
+	$(MAKE) e2e E2E_SUITES=ci E2E_NODES=2 E2E_OUT=$(BIN_DIR)/e2e-ci
 
 # demo starts a 2-node test bed with nfrouter on both nodes; see README.
 demo: setup build

@@ -36,6 +36,9 @@ type tool struct {
 	dir      string // under the tools directory
 	module   string // the required module whose version keys the cache
 	packages map[string]string
+	// testPackages are built with `go test -c`: upstream's end-to-end suite
+	// is the test binary of its package.
+	testPackages map[string]string
 	// versionPkg, when set, is the package whose gitVersion is stamped with
 	// the module's version: an unstamped kubelet reports v0.0.0-master, which
 	// the API server and kubectl take for a skewed node.
@@ -56,6 +59,27 @@ var tools = []tool{
 	}, versionPkg: "k8s.io/component-base/version"},
 }
 
+// e2eTool builds upstream's end-to-end suite and agnhost, the program its
+// test pods run, from the same Kubernetes release as the kube tool. It is a
+// module of its own so that the suite's extra dependencies never change the
+// kube tool's cache key (a rebuild of it takes ~13 min).
+var e2eTool = tool{dir: "e2e", module: "k8s.io/kubernetes",
+	packages:     map[string]string{"agnhost": "k8s.io/kubernetes/test/images/agnhost"},
+	testPackages: map[string]string{"e2e.test": "k8s.io/kubernetes/test/e2e"},
+	versionPkg:   "k8s.io/component-base/version"}
+
+// corednsTool builds the e2e runs' cluster DNS: main.go in its module
+// directory, CoreDNS with the few plugins a test cluster needs.
+var corednsTool = tool{dir: "coredns", module: "github.com/coredns/coredns",
+	packages: map[string]string{"coredns": "github.com/nfrouter/nfrouter/integration/cluster/tools/coredns"}}
+
+// E2EBinaries are upstream's end-to-end suite, agnhost and the cluster DNS.
+type E2EBinaries struct {
+	E2ETest string
+	Agnhost string
+	CoreDNS string
+}
+
 // EnsureBinaries returns the control-plane binaries, building them first when
 // cacheDir does not hold them yet. Each tool's binaries live in a directory
 // named by its module version and a hash of its go.mod and go.sum, so a
@@ -64,59 +88,79 @@ var tools = []tool{
 // progress goes to progress, and a lock file makes concurrent callers wait
 // for one build instead of doing it twice.
 func EnsureBinaries(ctx context.Context, toolsDir, cacheDir string, progress io.Writer, log *slog.Logger) (Binaries, error) {
+	paths, err := ensureTools(ctx, tools, toolsDir, cacheDir, progress, log)
+	if err != nil {
+		return Binaries{}, err
+	}
+	return Binaries{Etcd: paths["etcd"], APIServer: paths["kube-apiserver"], ControllerManager: paths["kube-controller-manager"],
+		Scheduler: paths["kube-scheduler"], Kubelet: paths["kubelet"], KubeProxy: paths["kube-proxy"], Kubectl: paths["kubectl"]}, nil
+}
+
+// EnsureE2EBinaries returns e2e.test, agnhost and CoreDNS, building them first (about
+// 4 min on 2 cores when the Kubernetes packages are already compiled) when
+// cacheDir does not hold them yet, in the way of EnsureBinaries.
+func EnsureE2EBinaries(ctx context.Context, toolsDir, cacheDir string, progress io.Writer, log *slog.Logger) (E2EBinaries, error) {
+	paths, err := ensureTools(ctx, []tool{e2eTool, corednsTool}, toolsDir, cacheDir, progress, log)
+	if err != nil {
+		return E2EBinaries{}, err
+	}
+	return E2EBinaries{E2ETest: paths["e2e.test"], Agnhost: paths["agnhost"], CoreDNS: paths["coredns"]}, nil
+}
+
+// ensureTools builds the tools missing from cacheDir, one caller at a time,
+// and returns the path of every binary by name.
+func ensureTools(ctx context.Context, ts []tool, toolsDir, cacheDir string, progress io.Writer, log *slog.Logger) (map[string]string, error) {
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
-		return Binaries{}, fmt.Errorf("binaries: cache directory: %w", err)
+		return nil, fmt.Errorf("binaries: cache directory: %w", err)
 	}
 	// A finished build's directory never changes (it appears by rename), so
 	// when every tool is built there is nothing to wait for: the lock is
 	// held for as long as any build runs, of any tool.
-	if b, ok := cachedBinaries(toolsDir, cacheDir); ok {
-		return b, nil
+	if paths, ok := cachedPaths(ts, toolsDir, cacheDir); ok {
+		return paths, nil
 	}
 	lock, err := os.OpenFile(filepath.Join(cacheDir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return Binaries{}, fmt.Errorf("binaries: lock: %w", err)
+		return nil, fmt.Errorf("binaries: lock: %w", err)
 	}
 	defer lock.Close()
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return Binaries{}, fmt.Errorf("binaries: lock: %w", err)
+		return nil, fmt.Errorf("binaries: lock: %w", err)
 	}
 	paths := map[string]string{}
-	for _, t := range tools {
+	for _, t := range ts {
 		dir, err := t.ensure(ctx, filepath.Join(toolsDir, t.dir), cacheDir, progress, log)
 		if err != nil {
-			return Binaries{}, err
+			return nil, err
 		}
 		for name := range t.packages {
 			paths[name] = filepath.Join(dir, name)
 		}
+		for name := range t.testPackages {
+			paths[name] = filepath.Join(dir, name)
+		}
 	}
-	return binariesAt(paths), nil
+	return paths, nil
 }
 
-// cachedBinaries returns the binaries when every tool's build is complete
-// in cacheDir.
-func cachedBinaries(toolsDir, cacheDir string) (Binaries, bool) {
+// cachedPaths returns the path of every binary of ts by name when every
+// tool's build is complete in cacheDir.
+func cachedPaths(ts []tool, toolsDir, cacheDir string) (map[string]string, bool) {
 	paths := map[string]string{}
-	for _, t := range tools {
+	for _, t := range ts {
 		key, _, err := t.cacheKey(filepath.Join(toolsDir, t.dir))
 		if err != nil {
-			return Binaries{}, false
+			return nil, false
 		}
 		dir := filepath.Join(cacheDir, key)
 		if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil {
-			return Binaries{}, false
+			return nil, false
 		}
-		for name := range t.packages {
-			paths[name] = filepath.Join(dir, name)
+		for _, b := range t.builds() {
+			paths[b.name] = filepath.Join(dir, b.name)
 		}
 	}
-	return binariesAt(paths), true
-}
-
-func binariesAt(paths map[string]string) Binaries {
-	return Binaries{Etcd: paths["etcd"], APIServer: paths["kube-apiserver"], ControllerManager: paths["kube-controller-manager"],
-		Scheduler: paths["kube-scheduler"], Kubelet: paths["kubelet"], KubeProxy: paths["kube-proxy"], Kubectl: paths["kubectl"]}
+	return paths, true
 }
 
 func (t tool) ensure(ctx context.Context, modDir, cacheDir string, progress io.Writer, log *slog.Logger) (string, error) {
@@ -137,14 +181,15 @@ func (t tool) ensure(ctx context.Context, modDir, cacheDir string, progress io.W
 	start := time.Now()
 	fmt.Fprintf(progress, "building %s into %s (the first build of Kubernetes takes ~13 min on 2 cores; cached afterwards)\n", key, cacheDir)
 	ldflags := t.ldflags(version)
-	for _, name := range slices.Sorted(maps.Keys(t.packages)) {
+	for _, b := range t.builds() {
 		// -v prints each package as it is compiled: visible progress.
-		cmd := exec.CommandContext(ctx, "nice", "-n", "10", goCommand(), "build", "-v", "-trimpath",
-			"-ldflags", ldflags, "-o", filepath.Join(tmp, name), t.packages[name])
+		args := append([]string{"-n", "10", goCommand()}, b.goCmd...)
+		args = append(args, "-v", "-trimpath", "-ldflags", ldflags, "-o", filepath.Join(tmp, b.name), b.pkg)
+		cmd := exec.CommandContext(ctx, "nice", args...)
 		cmd.Dir = modDir
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off")
-		if err := runWithProgress(cmd, progress, name); err != nil {
-			return "", fmt.Errorf("build %s (%s): %w", name, t.packages[name], err)
+		if err := runWithProgress(cmd, progress, b.name); err != nil {
+			return "", fmt.Errorf("build %s (%s): %w", b.name, b.pkg, err)
 		}
 	}
 	if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
@@ -156,6 +201,25 @@ func (t tool) ensure(ctx context.Context, modDir, cacheDir string, progress io.W
 	}
 	fmt.Fprintf(progress, "built %s in %s\n", key, time.Since(start).Round(time.Second))
 	return dir, nil
+}
+
+type build struct {
+	name, pkg string
+	goCmd     []string // "build", or "test -c"
+}
+
+// builds lists the tool's binaries in a fixed order: programs (go build),
+// then test binaries (go test -c).
+func (t tool) builds() []build {
+	var bs []build
+	for _, name := range slices.Sorted(maps.Keys(t.packages)) {
+		bs = append(bs, build{name, t.packages[name], []string{"build"}})
+	}
+	for _, name := range slices.Sorted(maps.Keys(t.testPackages)) {
+		// go test would vet the whole suite first: minutes, for nothing here.
+		bs = append(bs, build{name, t.testPackages[name], []string{"test", "-c", "-vet=off"}})
+	}
+	return bs
 }
 
 // ldflags stamps the version into versionPkg and strips debug information
@@ -171,8 +235,9 @@ func (t tool) ldflags(version string) string {
 	return flags
 }
 
-// cacheKey is "<dir>-<version>-<hash of go.mod, go.sum, the packages and
-// the flags they are built with>", and the version.
+// cacheKey is "<dir>-<version>-<hash of go.mod, go.sum, the module's own
+// Go files, the packages and the flags they are built with>", and the
+// version.
 func (t tool) cacheKey(modDir string) (key, version string, err error) {
 	h := sha256.New()
 	for _, f := range []string{"go.mod", "go.sum"} {
@@ -196,6 +261,25 @@ func (t tool) cacheKey(modDir string) (key, version string, err error) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(t.packages)) {
 		fmt.Fprintf(h, "%s=%s\n", name, t.packages[name])
+	}
+	// A tool's own Go files (a main package of its module) are part of its
+	// build; the modules without any keep their keys.
+	sources, err := filepath.Glob(filepath.Join(modDir, "*.go"))
+	if err != nil {
+		return "", "", fmt.Errorf("build %s: %w", t.dir, err)
+	}
+	for _, f := range sources {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", "", fmt.Errorf("build %s: %w", t.dir, err)
+		}
+		fmt.Fprintf(h, "source %s\n", filepath.Base(f))
+		h.Write(b)
+	}
+	// Only tools with test binaries hash them, so that the other tools'
+	// keys (and their cached builds) stay as they were.
+	for _, name := range slices.Sorted(maps.Keys(t.testPackages)) {
+		fmt.Fprintf(h, "test %s=%s\n", name, t.testPackages[name])
 	}
 	h.Write([]byte(t.ldflags(version)))
 	return fmt.Sprintf("%s-%s-%s", t.dir, version, hex.EncodeToString(h.Sum(nil))[:8]), version, nil

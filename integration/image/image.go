@@ -28,7 +28,9 @@ type Spec struct {
 	Platform   v1.Platform
 	Files      []File
 	Entrypoint []string
-	Env        []string
+	// Cmd is the entrypoint's default arguments (agnhost's "pause").
+	Cmd []string
+	Env []string
 	// Created is the config's creation time and every file's modification
 	// time; the zero value means the Unix epoch, for reproducible digests.
 	Created time.Time
@@ -67,6 +69,7 @@ func Image(spec Spec) (v1.Image, error) {
 	cfg.Architecture = spec.Platform.Architecture
 	cfg.Variant = spec.Platform.Variant
 	cfg.Config.Entrypoint = spec.Entrypoint
+	cfg.Config.Cmd = spec.Cmd
 	cfg.Config.Env = spec.Env
 	img, err = mutate.ConfigFile(img, cfg)
 	if err != nil {

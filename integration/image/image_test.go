@@ -266,3 +266,19 @@ func TestNormalizeRef(t *testing.T) {
 		}
 	}
 }
+
+func TestImageCmd(t *testing.T) {
+	img, err := Image(Spec{Platform: v1.Platform{OS: "linux", Architecture: "amd64"},
+		Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"},
+		Files: []File{{Path: "/agnhost", Mode: 0o755, Data: []byte("x")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cfg.Config.Entrypoint, []string{"/agnhost"}) || !slices.Equal(cfg.Config.Cmd, []string{"pause"}) {
+		t.Errorf("entrypoint %q cmd %q, want [/agnhost] [pause]", cfg.Config.Entrypoint, cfg.Config.Cmd)
+	}
+}

@@ -43,6 +43,9 @@ type Config struct {
 	Log      *slog.Logger // nil: discard
 	// KeepDir leaves the work directory (logs, configs) for a look after Close.
 	KeepDir bool
+	// ClusterDNS, when set, is the kubelets' clusterDNS: the address of a
+	// cluster DNS service the caller deploys (upstream's e2e runs do).
+	ClusterDNS string
 }
 
 // PauseRef is the sandbox image's name in every node's containerd.

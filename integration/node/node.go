@@ -327,7 +327,11 @@ func (n *Node) startKubelet() error {
 		return fmt.Errorf("%s: %w", n.Name, err)
 	}
 	cfg := filepath.Join(n.Dir, "kubelet.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, kubeletConfig, n.cgroups.path(n.Name), n.socket, c.pki.CAFile, resolv), 0o644); err != nil {
+	config := fmt.Appendf(nil, kubeletConfig, n.cgroups.path(n.Name), n.socket, c.pki.CAFile, resolv)
+	if c.cfg.ClusterDNS != "" {
+		config = fmt.Appendf(config, "clusterDNS: [%q]\n", c.cfg.ClusterDNS)
+	}
+	if err := os.WriteFile(cfg, config, 0o644); err != nil {
 		return fmt.Errorf("%s: %w", n.Name, err)
 	}
 	p, err := n.startInNode("kubelet", c.cfg.Binaries.Kubelet, "--config="+cfg, "--kubeconfig="+kubeconfig,
