@@ -42,8 +42,8 @@ type Bed struct {
 	cfg      Config
 	log      *slog.Logger
 	dir      string
-	spawn    *spawner
-	cleanups cleanups
+	spawn    *Spawner
+	cleanups Cleanups
 	pki      *pki
 	cp       controlPlane
 	client   kubernetes.Interface
@@ -90,20 +90,20 @@ func Start(ctx context.Context, cfg Config) (_ *Bed, err error) {
 		}
 	}()
 	b.watchSignals()
-	removeStale(filepath.Join(os.TempDir(), "nfrouter-cluster-*"))
+	RemoveStaleDirs(filepath.Join(os.TempDir(), "nfrouter-cluster-*"))
 	if b.dir, err = os.MkdirTemp("", "nfrouter-cluster-"); err != nil {
 		return nil, fmt.Errorf("bed: work directory: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(b.dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(b.dir, OwnerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return nil, fmt.Errorf("bed: work directory: %w", err)
 	}
-	b.cleanups.add("remove "+b.dir, func() error { return os.RemoveAll(b.dir) })
-	if b.spawn, err = newSpawner(); err != nil {
+	b.cleanups.Add("remove "+b.dir, func() error { return os.RemoveAll(b.dir) })
+	if b.spawn, err = NewSpawner(); err != nil {
 		return nil, err
 	}
 	// Registered first so it runs last: the spawner's thread must outlive
 	// every child (Pdeathsig).
-	b.cleanups.add("stop spawner", func() error { b.spawn.close(); return nil })
+	b.cleanups.Add("stop spawner", func() error { b.spawn.Close(); return nil })
 	if b.pki, err = newPKI(b.dir); err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func (b *Bed) Dir() string { return b.dir }
 func (b *Bed) Close() error {
 	var err error
 	b.closeOnce.Do(func() {
-		err = b.cleanups.run(b.log)
+		err = b.cleanups.Run(b.log)
 		if b.stopSig != nil {
 			b.stopSig()
 		}

@@ -7,10 +7,10 @@ import (
 	"sync"
 )
 
-// cleanups is a stack of undo steps, run in reverse order by Close: each thing
-// the bed makes registers its undo right after it was made, so a start that
-// fails half-way undoes exactly what it did.
-type cleanups struct {
+// Cleanups is a stack of undo steps, run in reverse order by Close: each thing
+// a test bed (this one, the node tier's) makes registers its undo right after
+// it was made, so a start that fails half-way undoes exactly what it did.
+type Cleanups struct {
 	// mu protects fns.
 	mu  sync.Mutex
 	fns []cleanup
@@ -21,15 +21,16 @@ type cleanup struct {
 	fn   func() error
 }
 
-func (c *cleanups) add(what string, fn func() error) {
+// Add registers the undo step fn, named what in failures.
+func (c *Cleanups) Add(what string, fn func() error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.fns = append(c.fns, cleanup{what, fn})
 }
 
-// run undoes everything registered so far, newest first, and reports every
+// Run undoes everything registered so far, newest first, and reports every
 // failure; it may be called more than once.
-func (c *cleanups) run(log *slog.Logger) error {
+func (c *Cleanups) Run(log *slog.Logger) error {
 	c.mu.Lock()
 	fns := c.fns
 	c.fns = nil

@@ -98,11 +98,11 @@ func (b *Bed) startControlPlane(ctx context.Context, bins Binaries) error {
 }
 
 func (b *Bed) startHost(name, bin string, args ...string) (*Process, error) {
-	p, err := b.spawn.startProcess(name, filepath.Join(b.dir, name+".log"), -1, 0, nil, bin, args...)
+	p, err := b.spawn.StartProcess(ProcessSpec{Name: name, Log: filepath.Join(b.dir, name+".log"), NS: -1, Bin: bin, Args: args})
 	if err != nil {
 		return nil, err
 	}
-	b.cleanups.add("stop "+name, func() error { p.Stop(10 * time.Second); return nil })
+	b.cleanups.Add("stop "+name, func() error { p.Stop(10 * time.Second); return nil })
 	return p, nil
 }
 

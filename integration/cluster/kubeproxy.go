@@ -44,7 +44,8 @@ func (b *Bed) StartKubeProxy(ctx context.Context, node *Node, bin, mode string, 
 		"--conntrack-max-per-core=0",
 		"--metrics-bind-address=127.0.0.1:10249", "--healthz-bind-address=127.0.0.1:10256",
 	}
-	p, err := b.spawn.startProcess(name, b.logPath(name+".log"), node.NS, syscall.CLONE_NEWPID, nil, strace, append(args, extra...)...)
+	p, err := b.spawn.StartProcess(ProcessSpec{Name: name, Log: b.logPath(name + ".log"), NS: node.NS, Cloneflags: syscall.CLONE_NEWPID,
+		Bin: strace, Args: append(args, extra...)})
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +54,7 @@ func (b *Bed) StartKubeProxy(ctx context.Context, node *Node, bin, mode string, 
 		p.Stop(time.Second)
 		return nil, err
 	}
-	b.cleanups.add("stop "+name, func() error { k.Stop(); return nil })
+	b.cleanups.Add("stop "+name, func() error { k.Stop(); return nil })
 	return k, nil
 }
 

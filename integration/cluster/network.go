@@ -47,12 +47,12 @@ func (b *Bed) newFabric() error {
 	if err != nil {
 		return fmt.Errorf("fabric: %w", err)
 	}
-	b.cleanups.add("close fabric namespace", ns.Close)
+	b.cleanups.Add("close fabric namespace", ns.Close)
 	h, err := netlink.NewHandleAt(ns)
 	if err != nil {
 		return fmt.Errorf("fabric: netlink: %w", err)
 	}
-	b.cleanups.add("close fabric netlink", func() error { h.Close(); return nil })
+	b.cleanups.Add("close fabric netlink", func() error { h.Close(); return nil })
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
 	if err := h.LinkAdd(br); err != nil {
 		return fmt.Errorf("fabric: add bridge: %w", err)
@@ -72,12 +72,12 @@ func (b *Bed) addNode(i int) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	b.cleanups.add("close "+name+" namespace", ns.Close)
+	b.cleanups.Add("close "+name+" namespace", ns.Close)
 	h, err := netlink.NewHandleAt(ns)
 	if err != nil {
 		return nil, fmt.Errorf("%s: netlink: %w", name, err)
 	}
-	b.cleanups.add("close "+name+" netlink", func() error { h.Close(); return nil })
+	b.cleanups.Add("close "+name+" netlink", func() error { h.Close(); return nil })
 	n := &Node{
 		Name: name, NS: ns, h: h,
 		IP:      netip.AddrFrom4([4]byte{192, 168, 50, byte(10 + i)}),
@@ -162,7 +162,7 @@ func (b *Bed) apiProxy(n *Node) error {
 	if err != nil {
 		return fmt.Errorf("%s: API proxy: %w", n.Name, err)
 	}
-	b.cleanups.add("close "+n.Name+" API proxy", func() error { l.Close(); return nil })
+	b.cleanups.Add("close "+n.Name+" API proxy", func() error { l.Close(); return nil })
 	target := b.cp.apiURL[len("https://"):]
 	go func() {
 		for {

@@ -80,7 +80,8 @@ func (b *Bed) StartNFRouter(ctx context.Context, node *Node, extra ...string) (*
 	// strace is PID 1 of a PID namespace of its own: if the harness dies
 	// hard (Pdeathsig kills strace), the kernel kills nfrouter with it,
 	// where strace would merely detach and leave it running.
-	p, err := b.spawn.startProcess(name, b.logPath(name+".log"), node.NS, syscall.CLONE_NEWPID, b.nfrouterEnv, strace, append(args, extra...)...)
+	p, err := b.spawn.StartProcess(ProcessSpec{Name: name, Log: b.logPath(name + ".log"), NS: node.NS, Cloneflags: syscall.CLONE_NEWPID,
+		Env: b.nfrouterEnv, Bin: strace, Args: append(args, extra...)})
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +92,7 @@ func (b *Bed) StartNFRouter(ctx context.Context, node *Node, extra ...string) (*
 		return nil, err
 	}
 	r.pid = pid
-	b.cleanups.add("stop "+name, func() error {
+	b.cleanups.Add("stop "+name, func() error {
 		if !r.stopProc(p, pid) {
 			return fmt.Errorf("%s ignored SIGTERM for 10s and was killed", name)
 		}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -12,12 +13,12 @@ import (
 	"github.com/vishvananda/netns"
 )
 
-// spawner starts every child process of a bed from one goroutine locked to
+// Spawner starts every child process of a bed from one goroutine locked to
 // one OS thread. Two reasons: a child inherits the network namespace of the
 // thread that forks it, so setns before fork puts it into a node namespace
 // without `ip netns exec`; and Pdeathsig fires when that thread ends, so the
 // thread must live as long as the children.
-type spawner struct {
+type Spawner struct {
 	reqs chan spawnReq
 	done chan struct{}
 }
@@ -28,8 +29,9 @@ type spawnReq struct {
 	res chan error
 }
 
-func newSpawner() (*spawner, error) {
-	s := &spawner{reqs: make(chan spawnReq), done: make(chan struct{})}
+// NewSpawner starts the spawner's thread.
+func NewSpawner() (*Spawner, error) {
+	s := &Spawner{reqs: make(chan spawnReq), done: make(chan struct{})}
 	ready := make(chan error, 1)
 	go func() {
 		// Never unlocked: when the bed closes (all children stopped) the
@@ -69,7 +71,7 @@ func startIn(cmd *exec.Cmd, ns, host netns.NsHandle) error {
 }
 
 // start starts cmd in namespace ns (-1: the harness's).
-func (s *spawner) start(cmd *exec.Cmd, ns netns.NsHandle) error {
+func (s *Spawner) start(cmd *exec.Cmd, ns netns.NsHandle) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -83,7 +85,8 @@ func (s *spawner) start(cmd *exec.Cmd, ns netns.NsHandle) error {
 	return <-res
 }
 
-func (s *spawner) close() {
+// Close ends the spawner's thread, once its children are gone.
+func (s *Spawner) Close() {
 	close(s.reqs)
 	<-s.done
 }
@@ -105,23 +108,39 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 // Err is the exit error; valid after Done.
 func (p *Process) Err() error { return p.err }
 
-// startProcess starts name with args in namespace ns, output appended to
-// logPath. cloneflags adds namespaces of its own (CLONE_NEWPID), env
-// variables to the harness's environment.
-func (s *spawner) startProcess(name, logPath string, ns netns.NsHandle, cloneflags uintptr, env []string, bin string, args ...string) (*Process, error) {
+// ProcessSpec is what StartProcess starts: Bin with Args in network
+// namespace NS (-1: the harness's), output appended to Log (stdout to Stdout
+// instead, when set). Cloneflags adds namespaces of its own (CLONE_NEWPID),
+// Env variables to the harness's environment.
+type ProcessSpec struct {
+	Name, Log  string
+	NS         netns.NsHandle
+	Cloneflags uintptr
+	Env        []string
+	Stdout     io.Writer
+	Bin        string
+	Args       []string
+}
+
+// StartProcess starts the process spec describes.
+func (s *Spawner) StartProcess(spec ProcessSpec) (*Process, error) {
+	name, logPath := spec.Name, spec.Log
 	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: log file: %w", name, err)
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(spec.Bin, spec.Args...)
 	cmd.Stdout, cmd.Stderr = out, out
+	if spec.Stdout != nil {
+		cmd.Stdout = spec.Stdout
+	}
 	// A process group of its own: Ctrl-C on the terminal reaches the harness,
 	// which stops children in order, instead of every child at once.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Cloneflags: cloneflags}
-	if env != nil {
-		cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Cloneflags: spec.Cloneflags}
+	if spec.Env != nil {
+		cmd.Env = append(os.Environ(), spec.Env...)
 	}
-	if err := s.start(cmd, ns); err != nil {
+	if err := s.start(cmd, spec.NS); err != nil {
 		out.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}

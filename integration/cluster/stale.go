@@ -9,15 +9,18 @@ import (
 	"syscall"
 )
 
-const ownerFile = "owner.pid"
+// OwnerFile, in a bed's work directory, holds the pid of the process that
+// made it.
+const OwnerFile = "owner.pid"
 
-// removeStale deletes work directories of earlier beds whose process is
-// gone. Everything else a bed makes dies with its process (Pdeathsig, PID
-// namespace, anonymous network namespaces); only files outlive a SIGKILL.
-func removeStale(pattern string) {
+// RemoveStaleDirs deletes work directories matching pattern of earlier beds
+// whose process is gone (see OwnerFile). Everything else a bed makes dies
+// with its process (Pdeathsig, PID namespace, anonymous network namespaces);
+// only files outlive a SIGKILL.
+func RemoveStaleDirs(pattern string) {
 	dirs, _ := filepath.Glob(pattern)
 	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		b, err := os.ReadFile(filepath.Join(d, OwnerFile))
 		if err != nil {
 			continue // not (yet) ours to judge
 		}

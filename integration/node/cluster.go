@@ -12,7 +12,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -57,8 +56,8 @@ type Cluster struct {
 	cfg        Config
 	log        *slog.Logger
 	dir        string
-	spawn      *spawner
-	cleanups   cleanups
+	spawn      *cluster.Spawner
+	cleanups   cluster.Cleanups
 	pki        *pki
 	cpNS       netns.NsHandle // control plane; holds the bridge br0
 	cpH        *netlink.Handle
@@ -99,25 +98,25 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if err := removeStaleCgroups(); err != nil {
 		return nil, fmt.Errorf("cluster: an earlier run's cgroups: %w", err)
 	}
-	removeStaleDirs(filepath.Join(os.TempDir(), "nfrouter-node-*"))
+	cluster.RemoveStaleDirs(filepath.Join(os.TempDir(), "nfrouter-node-*"))
 	if c.dir, err = os.MkdirTemp("", "nfrouter-node-"); err != nil {
 		return nil, fmt.Errorf("cluster: work directory: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(c.dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(c.dir, cluster.OwnerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return nil, fmt.Errorf("cluster: work directory: %w", err)
 	}
-	c.cleanups.add("remove "+c.dir, func() error {
+	c.cleanups.Add("remove "+c.dir, func() error {
 		if cfg.KeepDir {
 			return nil
 		}
 		return os.RemoveAll(c.dir)
 	})
-	if c.spawn, err = newSpawner(); err != nil {
+	if c.spawn, err = cluster.NewSpawner(); err != nil {
 		return nil, err
 	}
 	// Registered early so that it runs late: the spawner's thread must
 	// outlive every child (Pdeathsig).
-	c.cleanups.add("stop spawner", func() error { c.spawn.close(); return nil })
+	c.cleanups.Add("stop spawner", func() error { c.spawn.Close(); return nil })
 	if c.pki, err = newPKI(c.dir); err != nil {
 		return nil, err
 	}
@@ -139,7 +138,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c.cleanups.add("remove cgroups", cgroups.remove)
+	c.cleanups.Add("remove cgroups", cgroups.remove)
 	for i := 1; i <= cfg.Nodes; i++ {
 		n, err := c.startNode(ctx, i, cgroups)
 		if err != nil {
@@ -192,7 +191,7 @@ func (c *Cluster) Client() kubernetes.Interface { return c.client }
 func (c *Cluster) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
-		err = c.cleanups.run(c.log)
+		err = c.cleanups.Run(c.log)
 		c.stopSig()
 	})
 	return err
@@ -223,12 +222,12 @@ func (c *Cluster) newControlPlaneNS() error {
 	if err != nil {
 		return fmt.Errorf("control-plane namespace: %w", err)
 	}
-	c.cleanups.add("close control-plane namespace", ns.Close)
+	c.cleanups.Add("close control-plane namespace", ns.Close)
 	h, err := netlink.NewHandleAt(ns)
 	if err != nil {
 		return fmt.Errorf("control-plane namespace: netlink: %w", err)
 	}
-	c.cleanups.add("close control-plane netlink", func() error { h.Close(); return nil })
+	c.cleanups.Add("close control-plane netlink", func() error { h.Close(); return nil })
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
 	if err := h.LinkAdd(br); err != nil {
 		return fmt.Errorf("control-plane namespace: bridge: %w", err)
@@ -268,58 +267,5 @@ func (c *Cluster) progress(format string, args ...any) {
 	fmt.Fprintf(c.cfg.Progress, "[%s] "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 }
 
-// cleanups is a stack of undo steps, run newest first by Close: each thing
-// made registers its undo right after it was made, so a start that fails
-// half-way undoes exactly what it did.
-type cleanups struct {
-	// mu protects fns.
-	mu  sync.Mutex
-	fns []cleanup
-}
-
-type cleanup struct {
-	what string
-	fn   func() error
-}
-
-func (c *cleanups) add(what string, fn func() error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.fns = append(c.fns, cleanup{what, fn})
-}
-
-func (c *cleanups) run(log *slog.Logger) error {
-	c.mu.Lock()
-	fns := c.fns
-	c.fns = nil
-	c.mu.Unlock()
-	var errs []error
-	for i := len(fns) - 1; i >= 0; i-- {
-		if err := fns[i].fn(); err != nil {
-			log.Warn("Cleanup failed", "what", fns[i].what, "error", err)
-			errs = append(errs, fmt.Errorf("%s: %w", fns[i].what, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-const ownerFile = "owner.pid"
-
-// removeStaleDirs deletes work directories of earlier clusters whose process
-// is gone (kept ones too: KeepDir keeps a directory until the next run).
-func removeStaleDirs(pattern string) {
-	dirs, _ := filepath.Glob(pattern)
-	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, ownerFile))
-		if err != nil {
-			continue // not (yet) ours to judge
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil {
-			continue
-		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			os.RemoveAll(d)
-		}
-	}
-}
+// Process is a child process of the cluster, known by its pid.
+type Process = cluster.Process

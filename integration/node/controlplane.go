@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/nfrouter/nfrouter/integration/cluster"
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
 )
 
@@ -133,11 +134,11 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 
 // startCP starts a control-plane process in the control-plane namespace.
 func (c *Cluster) startCP(name, bin string, args ...string) (*Process, error) {
-	p, err := c.spawn.start(name, filepath.Join(c.dir, name+".log"), c.cpNS, nil, bin, args...)
+	p, err := c.spawn.StartProcess(cluster.ProcessSpec{Name: name, Log: filepath.Join(c.dir, name+".log"), NS: c.cpNS, Bin: bin, Args: args})
 	if err != nil {
 		return nil, err
 	}
-	c.cleanups.add("stop "+name, func() error { p.Stop(10 * time.Second); return nil })
+	c.cleanups.Add("stop "+name, func() error { p.Stop(10 * time.Second); return nil })
 	return p, nil
 }
 
@@ -150,7 +151,7 @@ func (c *Cluster) forwardAPI() error {
 	if err != nil {
 		return fmt.Errorf("API forwarder: %w", err)
 	}
-	c.cleanups.add("close API forwarder", func() error { l.Close(); return nil })
+	c.cleanups.Add("close API forwarder", func() error { l.Close(); return nil })
 	c.apiURL = "https://" + l.Addr().String()
 	target := net.JoinHostPort(APIServerIP, strconv.Itoa(APIServerPort))
 	go func() {

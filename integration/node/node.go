@@ -18,6 +18,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
+	"github.com/nfrouter/nfrouter/integration/cluster"
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
 )
 
@@ -92,7 +93,7 @@ func (c *Cluster) startNode(ctx context.Context, i int, cgroups *cgroupParent) (
 	// Undone after the processes below are stopped (cleanups run newest
 	// first): whatever still runs in the node's cgroups — containers and
 	// their shims — was started for this node.
-	c.cleanups.add("kill "+n.Name+" cgroups", func() error { return cgroups.kill(n.Name, 30*time.Second) })
+	c.cleanups.Add("kill "+n.Name+" cgroups", func() error { return cgroups.kill(n.Name, 30*time.Second) })
 	if err := n.startHolder(ctx); err != nil {
 		return nil, err
 	}
@@ -119,7 +120,7 @@ func (n *Node) network() error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", n.Name, err)
 	}
-	c.cleanups.add("close "+n.Name+" namespace", ns.Close)
+	c.cleanups.Add("close "+n.Name+" namespace", ns.Close)
 	n.NS = ns
 	h, err := netlink.NewHandleAt(ns)
 	if err != nil {
@@ -184,14 +185,15 @@ func (n *Node) startHolder(ctx context.Context) error {
 		return fmt.Errorf("%s: %w", n.Name, err)
 	}
 	defer r.Close()
-	p, err := n.cluster.spawn.start(n.Name+"-mounts", filepath.Join(n.Dir, "mounts.log"), n.NS, w,
-		"unshare", "--mount", "--propagation", "private", "sh", "-c", mountScript, "sh", n.Dir)
+	p, err := n.cluster.spawn.StartProcess(cluster.ProcessSpec{Name: n.Name + "-mounts", Log: filepath.Join(n.Dir, "mounts.log"),
+		NS: n.NS, Stdout: w, Bin: "unshare",
+		Args: []string{"--mount", "--propagation", "private", "sh", "-c", mountScript, "sh", n.Dir}})
 	w.Close()
 	if err != nil {
 		return err
 	}
 	n.holder = p
-	n.cluster.cleanups.add("stop "+n.Name+" mount namespace", func() error { p.Stop(5 * time.Second); return nil })
+	n.cluster.cleanups.Add("stop "+n.Name+" mount namespace", func() error { p.Stop(5 * time.Second); return nil })
 	line := make(chan string, 1)
 	go func() {
 		s, _ := bufio.NewReader(r).ReadString('\n')
@@ -218,7 +220,8 @@ func (n *Node) startInNode(name string, bin string, args ...string) (*Process, e
 	script := `for f in $1; do echo $$ > "$f"; done; p=$2; shift 2; exec nsenter --mount=/proc/$p/ns/mnt -- "$@"`
 	all := append([]string{"-c", script, "sh", strings.Join(n.cgroups.procsFiles(n.Name+"/system"), " "),
 		strconv.Itoa(n.holder.Pid()), bin}, args...)
-	p, err := n.cluster.spawn.start(n.Name+"-"+name, filepath.Join(n.Dir, name+".log"), n.NS, nil, "sh", all...)
+	p, err := n.cluster.spawn.StartProcess(cluster.ProcessSpec{Name: n.Name + "-" + name, Log: filepath.Join(n.Dir, name+".log"),
+		NS: n.NS, Bin: "sh", Args: all})
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +262,7 @@ func (n *Node) startContainerd(ctx context.Context) error {
 		return err
 	}
 	n.containerd = p
-	n.cluster.cleanups.add("stop "+n.Name+" containerd", func() error { p.Stop(10 * time.Second); return nil })
+	n.cluster.cleanups.Add("stop "+n.Name+" containerd", func() error { p.Stop(10 * time.Second); return nil })
 	err = poll(ctx, 30*time.Second, 100*time.Millisecond, func() (bool, error) {
 		select {
 		case <-p.Done():
@@ -340,7 +343,7 @@ func (n *Node) startKubelet() error {
 		return err
 	}
 	n.kubelet = p
-	c.cleanups.add("stop "+n.Name+" kubelet", func() error { p.Stop(10 * time.Second); return nil })
+	c.cleanups.Add("stop "+n.Name+" kubelet", func() error { p.Stop(10 * time.Second); return nil })
 	return nil
 }
 

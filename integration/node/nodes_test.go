@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -103,7 +102,11 @@ func TestNodes(t *testing.T) {
 	client := c.Client()
 
 	begin := time.Now()
-	if out, err := c.Kubectl(ctx, "apply", "-k", writeOverlay(t, ref)); err != nil {
+	overlay, err := WriteDeployOverlay(t.TempDir(), "../../deploy", ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := c.Kubectl(ctx, "apply", "-k", overlay); err != nil {
 		t.Fatal(err)
 	} else {
 		t.Logf("kubectl apply -k:\n%s", out)
@@ -352,46 +355,6 @@ func checkNFRouter(t *testing.T, c *Cluster) {
 			t.Errorf("%s: %s's log lacks the forbid-exec line:\n%s", p.Spec.NodeName, p.Name, log)
 		}
 	}
-}
-
-// writeOverlay writes a kustomization that takes deploy/ and changes the
-// image and what a cluster without kube-proxy where nfrouter is the pod
-// network sets in the ConfigMap.
-func writeOverlay(t *testing.T, ref string) string {
-	dir := t.TempDir()
-	deploy, err := filepath.Abs("../../deploy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rel, err := filepath.Rel(dir, deploy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name, tag, _ := strings.Cut(ref, ":")
-	k := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- %s
-images:
-- name: nfrouter
-  newName: %s
-  newTag: %s
-patches:
-- target: {kind: ConfigMap, name: nfrouter}
-  patch: |
-    apiVersion: v1
-    kind: ConfigMap
-    metadata: {name: nfrouter, namespace: kube-system}
-    data:
-      RUN_ROUTER: "true"
-      ENABLE_CNI: "true"
-      KUBERNETES_SERVICE_HOST: %q
-      KUBERNETES_SERVICE_PORT: "%d"
-`, rel, name, tag, APIServerIP, APIServerPort)
-	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
 
 func nodesAndDaemonSetReady(ctx context.Context, client kubernetes.Interface, ns, name string, nodes int) (bool, string) {

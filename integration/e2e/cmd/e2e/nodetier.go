@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -60,7 +59,7 @@ func startNodeTier(ctx context.Context, o options, archives map[string]string, l
 			return nil, err
 		}
 	}
-	overlay, err := writeOverlay(filepath.Join(o.out, "deploy"), filepath.Join(o.repo, "deploy"), o.nfrouterRef)
+	overlay, err := node.WriteDeployOverlay(filepath.Join(o.out, "deploy"), filepath.Join(o.repo, "deploy"), o.nfrouterRef)
 	if err != nil {
 		return nil, err
 	}
@@ -71,49 +70,6 @@ func startNodeTier(ctx context.Context, o options, archives map[string]string, l
 		return nil, err
 	}
 	return c, nil
-}
-
-// writeOverlay writes a kustomization of deploy/ that names the image and
-// points nfrouter at the API server directly, with the router and CNI on:
-// on these nodes nfrouter is the pod network and there is no kube-proxy.
-func writeOverlay(dir, deploy, ref string) (string, error) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	deploy, err = filepath.Abs(deploy)
-	if err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	rel, err := filepath.Rel(dir, deploy)
-	if err != nil {
-		return "", err
-	}
-	name, tag, _ := strings.Cut(ref, ":")
-	k := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- %s
-images:
-- name: nfrouter
-  newName: %s
-  newTag: %s
-patches:
-- target: {kind: ConfigMap, name: nfrouter}
-  patch: |
-    apiVersion: v1
-    kind: ConfigMap
-    metadata: {name: nfrouter, namespace: kube-system}
-    data:
-      RUN_ROUTER: "true"
-      ENABLE_CNI: "true"
-      KUBERNETES_SERVICE_HOST: %q
-      KUBERNETES_SERVICE_PORT: "%d"
-`, rel, name, tag, node.APIServerIP, node.APIServerPort)
-	return dir, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644)
 }
 
 // waitReady waits until nodes nodes are Ready and nfrouter's DaemonSet has a
