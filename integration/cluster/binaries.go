@@ -77,7 +77,7 @@ var corednsTool = tool{dir: "coredns", module: "github.com/coredns/coredns",
 type E2EBinaries struct {
 	E2ETest string
 	Agnhost string
-	CoreDNS string
+	CoreDNS string // empty when not asked for
 }
 
 // EnsureBinaries returns the control-plane binaries, building them first when
@@ -96,11 +96,16 @@ func EnsureBinaries(ctx context.Context, toolsDir, cacheDir string, progress io.
 		Scheduler: paths["kube-scheduler"], Kubelet: paths["kubelet"], KubeProxy: paths["kube-proxy"], Kubectl: paths["kubectl"]}, nil
 }
 
-// EnsureE2EBinaries returns e2e.test, agnhost and CoreDNS, building them first (about
-// 4 min on 2 cores when the Kubernetes packages are already compiled) when
-// cacheDir does not hold them yet, in the way of EnsureBinaries.
-func EnsureE2EBinaries(ctx context.Context, toolsDir, cacheDir string, progress io.Writer, log *slog.Logger) (E2EBinaries, error) {
-	paths, err := ensureTools(ctx, []tool{e2eTool, corednsTool}, toolsDir, cacheDir, progress, log)
+// EnsureE2EBinaries returns e2e.test and agnhost, and CoreDNS when withDNS,
+// building them first (about 4 min on 2 cores when the Kubernetes packages
+// are already compiled; CoreDNS 6-14 min more) when cacheDir does not hold
+// them yet, in the way of EnsureBinaries.
+func EnsureE2EBinaries(ctx context.Context, toolsDir, cacheDir string, withDNS bool, progress io.Writer, log *slog.Logger) (E2EBinaries, error) {
+	ts := []tool{e2eTool}
+	if withDNS {
+		ts = append(ts, corednsTool)
+	}
+	paths, err := ensureTools(ctx, ts, toolsDir, cacheDir, progress, log)
 	if err != nil {
 		return E2EBinaries{}, err
 	}

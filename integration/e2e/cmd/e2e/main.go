@@ -90,7 +90,7 @@ func run(ctx context.Context, o options) error {
 	step("e2e.test and agnhost (cached in %s)", filepath.Join(o.cache, "cluster"))
 	begin := time.Now()
 	bins, err := cluster.EnsureE2EBinaries(ctx, filepath.Join(o.repo, "integration/cluster/tools"),
-		filepath.Join(o.cache, "cluster"), os.Stdout, log)
+		filepath.Join(o.cache, "cluster"), o.dnsIP != "", os.Stdout, log)
 	if err != nil {
 		return err
 	}
@@ -162,7 +162,8 @@ func run(ctx context.Context, o options) error {
 }
 
 // buildImages writes the agnhost image archive under the reference
-// e2e.test names and returns the archives by reference.
+// e2e.test names (and CoreDNS's, when built) and returns the archives by
+// reference.
 func buildImages(ctx context.Context, bins cluster.E2EBinaries, cache, dir string, log *slog.Logger) (map[string]string, error) {
 	refs, err := e2e.ListImages(ctx, bins.E2ETest)
 	if err != nil {
@@ -190,6 +191,9 @@ func buildImages(ctx context.Context, bins cluster.E2EBinaries, cache, dir strin
 	}
 	archives[agnhostRef] = path
 	fmt.Printf("%s: %s (%d userland files)\n", agnhostRef, path, len(userland))
+	if bins.CoreDNS == "" {
+		return archives, nil
+	}
 	coredns, err := os.ReadFile(bins.CoreDNS)
 	if err != nil {
 		return nil, err
