@@ -173,10 +173,8 @@ func (a *applier) apply(desired *ruleset.Table, full bool) (Stats, error) {
 		case p == nil || p.kernel != nil || len(p.elems) == 0:
 			// A new set, or one just read back: every element is diffed,
 			// those the kernel holds by the values the read-back decoded.
-			for e, n := range d.Elements {
-				if n > 0 {
-					diff(e)
-				}
+			for e := range d.Elements.All() {
+				diff(e)
 			}
 			if p != nil {
 				for _, e := range p.kernel {
@@ -423,16 +421,14 @@ func chainKeys(family nftables.TableFamily, c *ruleset.Chain) []string {
 
 func defOf(s *ruleset.Set) ruleset.Set {
 	d := *s
-	d.Elements = nil
+	d.Elements = ruleset.ElementCounts{}
 	return d
 }
 
 func elemSet(s *ruleset.Set) elemHashes {
-	m := make(elemHashes, len(s.Elements))
-	for e, n := range s.Elements {
-		if n > 0 {
-			m.add(e)
-		}
+	m := make(elemHashes, s.Elements.Len())
+	for e := range s.Elements.All() {
+		m.add(e)
 	}
 	return m
 }
