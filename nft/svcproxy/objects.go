@@ -116,7 +116,7 @@ func elements(vk vipKey, pv programmedVIP) []setElem {
 
 func slotElement(key ruleset.Element, slot int, e endpoint) ruleset.Element {
 	key.Slot = uint16(slot)
-	key.Target = e.AddrPort
+	key.Target = e.AddrPort()
 	return key
 }
 
