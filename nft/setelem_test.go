@@ -163,3 +163,51 @@ func encoderElementsMessage(t *testing.T, family byte, table, set string, els []
 		Data:   append([]byte{family, unix.NFNETLINK_V0, 0, 0}, attrs...),
 	}
 }
+
+// TestEncodeElementsAsEachAlone checks that the elements encoded together,
+// their keys and data in one shared buffer, are those encoded one by one,
+// and that no key runs into the next.
+func TestEncodeElementsAsEachAlone(t *testing.T) {
+	a4, b4 := netip.MustParseAddr("10.96.0.1"), netip.MustParseAddr("10.128.0.7")
+	a6, b6 := netip.MustParseAddr("fd00::1"), netip.MustParseAddr("::ffff:10.1.2.3")
+	for _, s := range []*ruleset.Set{
+		{Name: "a4", Type: ruleset.Addr4},
+		{Name: "a6", Type: ruleset.Addr6},
+		{Name: "app6", Type: ruleset.AddrProtoPort6},
+		{Name: "pair4", Type: ruleset.AddrPair4},
+		{Name: "pair6", Type: ruleset.AddrPair6},
+		{Name: "verdict", Type: ruleset.AddrProtoPort4, Verdict: true},
+		{Name: "slots4", Type: ruleset.EndpointSlot4, Data: ruleset.AddrPort4},
+		{Name: "slots6", Type: ruleset.EndpointSlot6, Data: ruleset.AddrPort6},
+		{Name: "addrdata", Type: ruleset.Addr4, Data: ruleset.Addr4},
+	} {
+		var els []ruleset.Element
+		for i, a := range []netip.Addr{a4, b4, a6, b6} {
+			els = append(els, ruleset.Element{Addr: a, Peer: a, Proto: 6, Port: uint16(80 + i), Slot: uint16(i),
+				Jump: "svc-" + a.String(), Target: netip.AddrPortFrom(a, 8080)})
+		}
+		els = append(els, ruleset.Element{Addr: a4}) // no target: no data
+		got := encodeElements(s, els)
+		for i, e := range els {
+			want := setElem{key: encodeKey(s.Type, e)}
+			switch {
+			case s.Verdict:
+				want.jump = e.Jump
+			case s.Data != 0:
+				want.data = encodeData(s.Data, e)
+			}
+			if !bytes.Equal(got[i].key, want.key) || !bytes.Equal(got[i].data, want.data) ||
+				(got[i].data == nil) != (want.data == nil) || got[i].jump != want.jump {
+				t.Errorf("set %s element %d: %+v, alone %+v", s.Name, i, got[i], want)
+			}
+			if cap(got[i].key) != len(got[i].key) {
+				t.Errorf("set %s element %d: key can grow into the buffer", s.Name, i)
+			}
+		}
+	}
+	for _, a := range []netip.Addr{a4, a6, b6, {}} {
+		if got := appendAddr(nil, a); !bytes.Equal(got, a.AsSlice()) {
+			t.Errorf("address %v encoded as %x, want %x", a, got, a.AsSlice())
+		}
+	}
+}
