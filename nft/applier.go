@@ -165,23 +165,23 @@ func (a *applier) apply(desired *ruleset.Table, full bool) (Stats, error) {
 		}
 		els, journalled := changed[name]
 		switch {
-		case journalled && els != nil && p != nil:
+		case p == nil:
+			// A new set: all of it is added, in order; nothing to look
+			// up in a record that does not exist.
+			delta.add = ruleset.SortedElements(d)
+		case journalled && els != nil:
 			// Only the journalled elements can differ from what we programmed.
 			for e := range els {
 				diff(e)
 			}
-		case p == nil || p.kernel != nil || len(p.elems) == 0:
-			// A new set, or one just read back: every element is diffed,
-			// those the kernel holds by the values the read-back decoded.
-			for e, n := range d.Elements {
-				if n > 0 {
-					diff(e)
-				}
+		case p.kernel != nil || len(p.elems) == 0:
+			// A set just read back: every element is diffed, those the
+			// kernel holds by the values the read-back decoded.
+			for e := range d.Elements.All() {
+				diff(e)
 			}
-			if p != nil {
-				for _, e := range p.kernel {
-					diff(e)
-				}
+			for _, e := range p.kernel {
+				diff(e)
 			}
 		default:
 			// The set was replaced in the table while the kernel holds
@@ -192,8 +192,10 @@ func (a *applier) apply(desired *ruleset.Table, full bool) (Stats, error) {
 				jumpsToAny = true
 			}
 		}
-		slices.SortFunc(delta.add, ruleset.Element.Compare)
-		slices.SortFunc(delta.del, ruleset.Element.Compare)
+		if p != nil && !delta.flushed { // the others came sorted
+			slices.SortFunc(delta.add, ruleset.Element.Compare)
+			slices.SortFunc(delta.del, ruleset.Element.Compare)
+		}
 		b.elements(d, delta.del, true)
 		b.elements(d, delta.add, false)
 		if p != nil && !delta.flushed {
@@ -423,16 +425,14 @@ func chainKeys(family nftables.TableFamily, c *ruleset.Chain) []string {
 
 func defOf(s *ruleset.Set) ruleset.Set {
 	d := *s
-	d.Elements = nil
+	d.Elements = ruleset.ElementCounts{}
 	return d
 }
 
 func elemSet(s *ruleset.Set) elemHashes {
-	m := make(elemHashes, len(s.Elements))
-	for e, n := range s.Elements {
-		if n > 0 {
-			m.add(e)
-		}
+	m := make(elemHashes, s.Elements.Len())
+	for e := range s.Elements.All() {
+		m.add(e)
 	}
 	return m
 }

@@ -54,30 +54,50 @@ func typeNamed(name string) ruleset.KeyType {
 
 // encodeKey encodes an element's key. Each field of a concatenation fills
 // whole 32-bit registers; the slot is the host-endian integer numgen yields.
-func encodeKey(t ruleset.KeyType, e ruleset.Element) []byte {
-	key := e.Addr.AsSlice()
+func encodeKey(t ruleset.KeyType, e ruleset.Element) []byte { return appendKey(nil, t, e) }
+
+// appendKey appends e's key, encoded as encodeKey does, to dst.
+func appendKey(dst []byte, t ruleset.KeyType, e ruleset.Element) []byte {
+	key := appendAddr(dst, e.Addr)
 	switch t {
 	case ruleset.AddrProtoPort4, ruleset.AddrProtoPort6, ruleset.EndpointSlot4, ruleset.EndpointSlot6:
 		key = append(key, e.Proto, 0, 0, 0)
 		key = binary.BigEndian.AppendUint16(key, e.Port)
 		key = append(key, 0, 0)
 		if t == ruleset.EndpointSlot4 || t == ruleset.EndpointSlot6 {
-			key = append(key, binaryutil.NativeEndian.PutUint32(uint32(e.Slot))...)
+			key = binary.NativeEndian.AppendUint32(key, uint32(e.Slot))
 		}
 	case ruleset.AddrPair4, ruleset.AddrPair6:
-		key = append(key, e.Peer.AsSlice()...)
+		key = appendAddr(key, e.Peer)
 	}
 	return key
 }
 
 // encodeData encodes the data of an address-and-port map element.
-func encodeData(t ruleset.KeyType, e ruleset.Element) []byte {
-	b := e.Target.Addr().AsSlice()
+func encodeData(t ruleset.KeyType, e ruleset.Element) []byte { return appendData(nil, t, e) }
+
+// appendData appends e's data, encoded as encodeData does, to dst.
+func appendData(dst []byte, t ruleset.KeyType, e ruleset.Element) []byte {
+	b := appendAddr(dst, e.Target.Addr())
 	if t == ruleset.AddrPort4 || t == ruleset.AddrPort6 {
 		b = binary.BigEndian.AppendUint16(b, e.Target.Port())
 		b = append(b, 0, 0)
 	}
 	return b
+}
+
+// appendAddr appends a's bytes as netip.Addr.AsSlice gives them: 4 for
+// IPv4, 16 for IPv6, none for the zero Addr.
+func appendAddr(dst []byte, a netip.Addr) []byte {
+	switch {
+	case a.Is4():
+		b := a.As4()
+		return append(dst, b[:]...)
+	case a.Is6():
+		b := a.As16()
+		return append(dst, b[:]...)
+	}
+	return dst
 }
 
 // decodeKey is encodeKey's inverse.

@@ -22,5 +22,7 @@
 //
 // Set elements are small comparable values (Element) counted per contributor:
 // a planner may add the same element for several reasons (two policies isolate
-// one pod) and the element stays until the last reason is gone.
+// one pod) and the element stays until the last reason is gone. A set keeps
+// its elements packed (ElementCounts): 16 bytes for an IPv4 element instead
+// of an Element's 128, which is most of the table's memory at scale.
 package ruleset

@@ -122,11 +122,9 @@ func DurationText(d time.Duration) string {
 
 // SortedElements returns the programmed elements of s in order.
 func SortedElements(s *Set) []Element {
-	els := make([]Element, 0, len(s.Elements))
-	for e, n := range s.Elements {
-		if n > 0 {
-			els = append(els, e)
-		}
+	els := make([]Element, 0, s.Elements.Len())
+	for e := range s.Elements.All() {
+		els = append(els, e)
 	}
 	slices.SortFunc(els, Element.Compare)
 	return els

@@ -9,13 +9,17 @@ func (t *Table) ReplaceElements(set string, want []Element) {
 	for _, e := range want {
 		keep[e] = true
 	}
-	for e := range s.Elements {
+	var drop []Element
+	for e := range s.Elements.All() {
 		if !keep[e] {
-			t.RemoveElement(set, e)
+			drop = append(drop, e)
 		}
 	}
+	for _, e := range drop {
+		t.RemoveElement(set, e)
+	}
 	for _, e := range want {
-		if s.Elements[e] == 0 {
+		if s.Elements.Count(e) == 0 {
 			t.AddElement(set, e)
 		}
 	}

@@ -26,7 +26,7 @@ type Set struct {
 	Timeout time.Duration
 	// Elements count how many reasons a planner has for each element; an
 	// element is programmed while its count is positive.
-	Elements map[Element]int
+	Elements ElementCounts
 }
 
 // SameDef reports whether two sets have the same definition, whatever their
@@ -50,4 +50,4 @@ func (s *Set) DataTypeof() string {
 func (s *Set) IsMap() bool { return s.Verdict || s.Data != 0 }
 
 // Has reports whether e is in the set.
-func (s *Set) Has(e Element) bool { return s.Elements[e] > 0 }
+func (s *Set) Has(e Element) bool { return s.Elements.Count(e) > 0 }

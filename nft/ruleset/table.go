@@ -52,7 +52,7 @@ func (t *Table) PutSet(s Set) {
 	if old := t.Sets[s.Name]; old != nil && old.SameDef(&s) {
 		return
 	}
-	s.Elements = map[Element]int{}
+	s.Elements = ElementCounts{}
 	t.Sets[s.Name] = &s
 	t.dirtySets[s.Name] = struct{}{}
 	t.dirtyElems[s.Name] = nil
@@ -69,8 +69,7 @@ func (t *Table) DeleteSet(name string) {
 
 // AddElement adds one reason for e to be in set; the set must exist.
 func (t *Table) AddElement(set string, e Element) {
-	s := t.Sets[set]
-	if s.Elements[e]++; s.Elements[e] == 1 {
+	if t.Sets[set].Elements.add(e) == 1 {
 		t.elementChanged(set, e)
 	}
 }
@@ -79,11 +78,10 @@ func (t *Table) AddElement(set string, e Element) {
 // is ignored.
 func (t *Table) RemoveElement(set string, e Element) {
 	s := t.Sets[set]
-	if s == nil || s.Elements[e] == 0 {
+	if s == nil || s.Elements.Count(e) == 0 {
 		return
 	}
-	if s.Elements[e]--; s.Elements[e] == 0 {
-		delete(s.Elements, e)
+	if s.Elements.remove(e) == 0 {
 		t.elementChanged(set, e)
 	}
 }

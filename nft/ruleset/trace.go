@@ -171,8 +171,8 @@ func (t *Table) hasAddr(name string, a netip.Addr) (bool, error) {
 	if !s.Interval {
 		return s.Has(Element{Addr: a}), nil
 	}
-	for e, n := range s.Elements {
-		if n > 0 && !a.Less(e.Addr) && !e.End.Less(a) {
+	for e := range s.Elements.All() {
+		if !a.Less(e.Addr) && !e.End.Less(a) {
 			return true, nil
 		}
 	}

@@ -2,6 +2,7 @@ package svcproxy
 
 import (
 	"fmt"
+	"iter"
 	"net/netip"
 	"slices"
 	"time"
@@ -31,10 +32,70 @@ func (k vipKey) String() string {
 	return fmt.Sprintf("%s/%s", k.Proto, netip.AddrPortFrom(k.Addr, k.Port))
 }
 
-// endpoint is one endpoint a service address sends new connections to.
+// endpoint is one endpoint a service address sends new connections to. The
+// planner keeps one per endpoint of every service address, so it is held in
+// 20 bytes without pointers rather than a netip.AddrPort's 32 (whose zone
+// pointer the collector must also follow); endpoint addresses have no zone.
 type endpoint struct {
-	netip.AddrPort
+	addr  [16]byte
+	port  uint16
+	is4   bool
 	Local bool // on this node: a candidate for hairpin
+}
+
+func newEndpoint(a netip.Addr, port uint16, local bool) endpoint {
+	return endpoint{addr: a.As16(), port: port, is4: a.Is4(), Local: local}
+}
+
+// Addr is the endpoint's address.
+func (e endpoint) Addr() netip.Addr {
+	if e.is4 {
+		return netip.AddrFrom4([4]byte(e.addr[12:]))
+	}
+	return netip.AddrFrom16(e.addr)
+}
+
+// Port is the endpoint's port.
+func (e endpoint) Port() uint16 { return e.port }
+
+// AddrPort is the endpoint's address and port.
+func (e endpoint) AddrPort() netip.AddrPort { return netip.AddrPortFrom(e.Addr(), e.port) }
+
+// sameTarget reports whether two endpoints are the same address and port.
+func (e endpoint) sameTarget(o endpoint) bool {
+	return e.addr == o.addr && e.port == o.port && e.is4 == o.is4
+}
+
+// portPlans are what one service port wants at each of its addresses, in
+// the order planPort found them. A slice rather than a map: most service
+// ports have one address, and a map of one entry takes ~340 bytes (~3 MiB
+// at 10,000 services).
+type portPlans []vipClaim
+
+type vipClaim struct {
+	key  vipKey
+	plan *vipPlan
+}
+
+// get returns the plan for address k, nil when there is none.
+func (ps portPlans) get(k vipKey) *vipPlan {
+	for _, c := range ps {
+		if c.key == k {
+			return c.plan
+		}
+	}
+	return nil
+}
+
+// keys yields the addresses planned.
+func (ps portPlans) keys() iter.Seq[vipKey] {
+	return func(yield func(vipKey) bool) {
+		for _, c := range ps {
+			if !yield(c.key) {
+				return
+			}
+		}
+	}
 }
 
 // masquerade says which connections to a service address are masqueraded.
@@ -94,11 +155,11 @@ func (p *vipPlan) sticky() bool { return p.Affinity > 0 && p.StickyPort != 0 && 
 // node's NodePort addresses (of the service's families) on its NodePort.
 // An address listed under two kinds counts once, as the first of them. The
 // second result is a problem to report, "" when none.
-func planPort(sp *model.ServicePort, eps model.Endpoints, node *model.Node, cfg Config) (map[vipKey]*vipPlan, string) {
+func planPort(sp *model.ServicePort, eps model.Endpoints, node *model.Node, cfg Config) (portPlans, string) {
 	if sp == nil {
 		return nil, ""
 	}
-	out := map[vipKey]*vipPlan{}
+	var out portPlans
 	var problem string
 	add := func(external bool, addrs []netip.Addr, port uint16) {
 		if port == 0 {
@@ -107,7 +168,7 @@ func planPort(sp *model.ServicePort, eps model.Endpoints, node *model.Node, cfg 
 		local := sp.Options.Local || (external && sp.ExternalTrafficLocal) || (!external && sp.InternalTrafficLocal)
 		for _, a := range addrs {
 			k := vipKey{a, sp.Key.Protocol, port}
-			if out[k] != nil {
+			if out.get(k) != nil {
 				continue
 			}
 			vp := &vipPlan{ClusterIP: !external}
@@ -120,7 +181,7 @@ func planPort(sp *model.ServicePort, eps model.Endpoints, node *model.Node, cfg 
 					serving := eps.ClusterServing(a.Is4(), node, sp.TrafficDistribution)
 					vp.Internal = make([]endpoint, 0, len(serving))
 					for _, e := range serving {
-						vp.Internal = append(vp.Internal, endpoint{netip.AddrPortFrom(e.Addr, e.Port), e.Node == cfg.NodeName})
+						vp.Internal = append(vp.Internal, newEndpoint(e.Addr, e.Port, e.Node == cfg.NodeName))
 					}
 				}
 			case external:
@@ -137,7 +198,7 @@ func planPort(sp *model.ServicePort, eps model.Endpoints, node *model.Node, cfg 
 				vp.Endpoints = make([]endpoint, 0, len(serving))
 			}
 			for _, e := range serving {
-				vp.Endpoints = append(vp.Endpoints, endpoint{netip.AddrPortFrom(e.Addr, e.Port), e.Node == cfg.NodeName})
+				vp.Endpoints = append(vp.Endpoints, newEndpoint(e.Addr, e.Port, e.Node == cfg.NodeName))
 			}
 			if sp.AffinityTimeout > 0 {
 				vp.Affinity = time.Duration(sp.AffinityTimeout) * time.Second
@@ -146,7 +207,7 @@ func planPort(sp *model.ServicePort, eps model.Endpoints, node *model.Node, cfg 
 					problem = "session affinity needs one target port, but the endpoints listen on several; balancing without affinity"
 				}
 			}
-			out[k] = vp
+			out = append(out, vipClaim{k, vp})
 		}
 	}
 	add(false, sp.ClusterIPs, sp.Port)
@@ -154,7 +215,7 @@ func planPort(sp *model.ServicePort, eps model.Endpoints, node *model.Node, cfg 
 	add(true, sp.LoadBalancerIPs, sp.Port)
 	if len(sp.LoadBalancerSourceRanges) > 0 {
 		for _, a := range sp.LoadBalancerIPs {
-			vp := out[vipKey{a, sp.Key.Protocol, sp.Port}]
+			vp := out.get(vipKey{a, sp.Key.Protocol, sp.Port})
 			if vp == nil || slices.Contains(sp.ExternalIPs, a) || slices.Contains(sp.ClusterIPs, a) {
 				continue // counted as another kind, which no range restricts
 			}

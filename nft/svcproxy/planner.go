@@ -41,7 +41,7 @@ type Planner struct {
 	cfg Config
 
 	// claims are what each service port wants, by address.
-	claims map[model.ServicePortKey]map[vipKey]*vipPlan
+	claims map[model.ServicePortKey]portPlans
 	// claimants are the service ports that want each address, sorted; the
 	// first one owns it, whatever the order they came in.
 	claimants map[vipKey][]model.ServicePortKey
@@ -127,7 +127,7 @@ type Result struct {
 // New returns a planner writing into t.
 func New(t *ruleset.Table, cfg Config) *Planner {
 	return &Planner{t: t, cfg: cfg,
-		claims:           map[model.ServicePortKey]map[vipKey]*vipPlan{},
+		claims:           map[model.ServicePortKey]portPlans{},
 		claimants:        map[vipKey][]model.ServicePortKey{},
 		programmed:       map[vipKey]programmedVIP{},
 		problems:         map[model.ServicePortKey]Problem{},
@@ -154,20 +154,20 @@ func (p *Planner) Update(state *model.State, changes *model.Changes) *Result {
 	for _, k := range keys {
 		plans, problem := planPort(state.ServicePorts[k], state.Endpoints[k], node, p.cfg)
 		old := p.claims[k]
-		for vk := range old {
-			if _, ok := plans[vk]; !ok {
-				p.unclaim(vk, k)
-				touched[vk] = struct{}{}
+		for _, c := range old {
+			if plans.get(c.key) == nil {
+				p.unclaim(c.key, k)
+				touched[c.key] = struct{}{}
 			}
 		}
-		for vk, vp := range plans {
-			if prev, ok := old[vk]; !ok {
-				p.claim(vk, k)
-			} else if prev.equal(vp) {
-				plans[vk] = prev // keep the pointer the table holds
+		for i, c := range plans {
+			if prev := old.get(c.key); prev == nil {
+				p.claim(c.key, k)
+			} else if prev.equal(c.plan) {
+				plans[i].plan = prev // keep the pointer the table holds
 				continue
 			}
-			touched[vk] = struct{}{}
+			touched[c.key] = struct{}{}
 		}
 		if len(plans) == 0 {
 			delete(p.claims, k)
@@ -245,7 +245,7 @@ func (p *Planner) resolve(vk vipKey) {
 	var want programmedVIP
 	cs := p.claimants[vk]
 	if len(cs) > 0 {
-		want = programmedVIP{owner: cs[0], plan: p.claims[cs[0]][vk]}
+		want = programmedVIP{owner: cs[0], plan: p.claims[cs[0]].get(vk)}
 	}
 	if had && len(cs) > 0 && old.owner == want.owner && old.plan.equal(want.plan) {
 		p.programmed[vk] = want
@@ -303,7 +303,7 @@ func (p *Planner) resolve(vk vipKey) {
 
 func lostEndpoint(old, new *vipPlan) bool {
 	for _, e := range old.Endpoints {
-		if !slices.ContainsFunc(new.Endpoints, func(n endpoint) bool { return n.AddrPort == e.AddrPort }) {
+		if !slices.ContainsFunc(new.Endpoints, e.sameTarget) {
 			return true
 		}
 	}
@@ -325,7 +325,7 @@ func (p *Planner) report(res *Result, keys []model.ServicePortKey, touched map[v
 	}
 	for _, k := range slices.SortedFunc(maps.Keys(check), model.ServicePortKey.Compare) {
 		want := Problem{Port: k}
-		for _, vk := range slices.SortedFunc(maps.Keys(p.claims[k]), vipKey.compare) {
+		for _, vk := range slices.SortedFunc(p.claims[k].keys(), vipKey.compare) {
 			if owner := p.claimants[vk][0]; owner != k {
 				want.Reason, want.Message = "AddressConflict", vk.String()+" is already used by service port "+owner.String()
 				break

@@ -53,10 +53,10 @@ func (p *Planner) FlowTargets(yield func(FlowAddr, []netip.AddrPort)) {
 		}
 		eps := make([]netip.AddrPort, 0, len(pv.plan.Endpoints)+len(pv.plan.Internal))
 		for _, e := range pv.plan.Endpoints {
-			eps = append(eps, e.AddrPort)
+			eps = append(eps, e.AddrPort())
 		}
 		for _, e := range pv.plan.Internal {
-			eps = append(eps, e.AddrPort)
+			eps = append(eps, e.AddrPort())
 		}
 		yield(FlowAddr{uint8(vk.Proto), netip.AddrPortFrom(vk.Addr, vk.Port)}, eps)
 	}
@@ -115,7 +115,7 @@ func targets(pl *vipPlan) []netip.AddrPort {
 	}
 	var out []netip.AddrPort
 	for _, e := range slices.Concat(pl.Endpoints, pl.Internal) {
-		out = append(out, e.AddrPort)
+		out = append(out, e.AddrPort())
 	}
 	return out
 }

@@ -32,7 +32,7 @@ func TestTopologyPicksThisZonesEndpoints(t *testing.T) {
 		for _, vk := range []vipKey{clusterIP, nodePort} {
 			var got []string
 			for _, e := range p.programmed[vk].plan.Endpoints {
-				got = append(got, e.AddrPort.String())
+				got = append(got, e.AddrPort().String())
 			}
 			if !slices.Equal(got, want) {
 				t.Errorf("%s: %s sends to %v, want %v", step, vk, got, want)
