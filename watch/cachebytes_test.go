@@ -100,6 +100,7 @@ func BenchmarkInformerCacheBytes(b *testing.B) {
 		transform cache.TransformFunc
 	}{
 		{"slim", Slim},
+		{"compact", Compact},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			for b.Loop() {
