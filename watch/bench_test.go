@@ -121,14 +121,14 @@ func loadedFeeder(b *testing.B) (*Feeder, *model.Store) {
 }
 
 // benchEvents feeds alternating versions of an object through the informer
-// path — Slim, then the Feeder — and checks every event's result.
+// path — Compact, then the Feeder — and checks every event's result.
 func benchEvents(b *testing.B, versions [2]*corev1.Pod, wantChanged bool) {
 	f, store := loadedFeeder(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		obj, _ := Slim(versions[i%2])
-		changed, err := f.Apply(obj.(*corev1.Pod))
+		obj, _ := Compact(versions[i%2])
+		changed, err := f.Apply(obj.(runtime.Object))
 		if err != nil || changed != (wantChanged && i > 0) && i > 0 {
 			b.Fatalf("event %d: changed=%v err=%v, want changed=%v", i, changed, err, wantChanged)
 		}
@@ -165,8 +165,8 @@ func BenchmarkRelevantEndpointSliceEvent(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		obj, _ := Slim(versions[i%2])
-		if changed, _ := f.Apply(obj.(*discoveryv1.EndpointSlice)); !changed {
+		obj, _ := Compact(versions[i%2])
+		if changed, _ := f.Apply(obj.(runtime.Object)); !changed {
 			b.Fatalf("event %d did not change the endpoints", i)
 		}
 		if i%1000 == 999 {
@@ -178,12 +178,13 @@ func BenchmarkRelevantEndpointSliceEvent(b *testing.B) {
 }
 
 // BenchmarkCacheMemory reports the heap held by informer caches plus the
-// model for the whole benchmark cluster, with and without Slim.
+// model for the whole benchmark cluster, with each transform and with none.
 func BenchmarkCacheMemory(b *testing.B) {
 	for _, tc := range []struct {
 		name      string
 		transform func(any) (any, error)
 	}{
+		{"compact", Compact},
 		{"slim", Slim},
 		{"raw", func(o any) (any, error) { return o, nil }},
 	} {

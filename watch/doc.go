@@ -14,8 +14,13 @@
 //
 // # Memory
 //
-// Every node watches every pod, so informers keep only the fields the model
-// reads (see transform.go): managedFields, annotations we do not read, pod
-// specs beyond container ports and node status beyond addresses are dropped
-// before the object reaches the informer cache.
+// Every node watches every pod, service and EndpointSlice, so the informers'
+// transform (Compact, compact.go) converts these to their model values before
+// they reach the informer cache, which keeps only the value, shared with the
+// model's Store, plus namespace, name and resourceVersion: at 10,000 services
+// × 10 endpoints about 200 bytes per object instead of 0.9 KiB per service
+// and 2.7 KiB per EndpointSlice (BenchmarkInformerCacheBytes). Objects that
+// do not convert, and the other kinds, are cached slimmed to the fields the
+// model reads (Slim, transform.go): managedFields, annotations we do not read
+// and node status beyond addresses are dropped.
 package watch

@@ -139,6 +139,14 @@ func (f *Feeder) apply(obj runtime.Object, deleted bool) (kind string, changed b
 		}
 		return KindEndpointSlice, f.store.SetEndpointSlice(key, s), nil
 
+	// Objects the informers cached already converted (Compact).
+	case *compactPod:
+		return KindPod, f.store.SetPod(model.PodKey{Namespace: o.namespace, Name: o.name}, unlessDeleted(o.value, deleted)), nil
+	case *compactService:
+		return KindService, f.store.SetService(model.ServiceKey{Namespace: o.namespace, Name: o.name}, unlessDeleted(o.value, deleted)), nil
+	case *compactEndpointSlice:
+		return KindEndpointSlice, f.store.SetEndpointSlice(model.SliceKey{Namespace: o.namespace, Name: o.name}, unlessDeleted(o.value, deleted)), nil
+
 	case *corev1.Node:
 		var n *model.Node
 		if !deleted {
@@ -149,6 +157,15 @@ func (f *Feeder) apply(obj runtime.Object, deleted bool) (kind string, changed b
 		return KindNode, f.store.SetNode(o.Name, n), nil
 	}
 	return "", false, fmt.Errorf("%w %T", ErrUnsupportedKind, obj)
+}
+
+// unlessDeleted is v, or the zero value (which removes) for a deleted object.
+func unlessDeleted[V any](v V, deleted bool) V {
+	if deleted {
+		var none V
+		return none
+	}
+	return v
 }
 
 // EventHandler returns informer callbacks that feed f. An object that cannot

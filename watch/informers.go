@@ -17,7 +17,7 @@ import (
 func StartInformers(ctx context.Context, client kubernetes.Interface, f *Feeder, timeout time.Duration, log *slog.Logger) error {
 	// No resync: the Runner's periodic full sync re-reads the model, and an
 	// informer resync would only replay unchanged objects.
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(Slim))
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(Compact))
 	handler := f.EventHandler()
 	var delivered []cache.InformerSynced
 	for kind, inf := range map[string]cache.SharedIndexInformer{

@@ -11,8 +11,9 @@ import (
 	"github.com/nfrouter/nfrouter/model"
 )
 
-// Slim is the informers' transform function: it strips each object down to
-// what the model reads before the object enters the cache. It works in place,
+// Slim strips each object down to what the model reads before the object
+// enters the informer cache; the informers' transform, Compact, uses it for
+// the kinds it does not convert and for objects that fail to convert. It works in place,
 // as client-go allows for transform functions (the object is freshly decoded
 // and not yet shared), so that an event costs no copy (except an
 // EndpointSlice's endpoints, re-packed smaller). Objects of other types
