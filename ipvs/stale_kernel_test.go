@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"testing"
 	"time"
 
@@ -30,9 +29,7 @@ type staleBed struct {
 
 func newStaleBed(t *testing.T) *staleBed {
 	kp := newKernelProxy(t, time.Minute) // TCP destinations drain for a minute
-	mustNoErr(t, kerneltest.Do(kp.ns, func() error {
-		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644)
-	}), "enable forwarding")
+	enableForwarding(t, kp.ns)
 	bed := &staleBed{kp: kp, backends: map[string]string{}}
 	for i, name := range []string{"b1", "b2", "b3"} {
 		addr := fmt.Sprintf("10.1.%d.2", i+1)
@@ -41,12 +38,7 @@ func newStaleBed(t *testing.T) *staleBed {
 		bed.backends[name] = addr
 	}
 	bed.client = backendNS(t, kp.ns, "veth-c", "10.2.0.1", "10.2.0.2")
-	b, err := nft.New(nft.Config{NetNSFd: int(kp.ns)})
-	mustNoErr(t, err, "nftables backend")
-	t.Cleanup(func() { b.Close() })
-	b.Add(NewNAT(b.Table(), NATConfig{PlanConfig: PlanConfig{NodeName: thisNode},
-		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}))
-	bed.nat = b
+	bed.nat = newNAT(t, kp, NATConfig{ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
 	return bed
 }
 
@@ -145,18 +137,8 @@ func TestKernelAffinityDestinationRemoved(t *testing.T) {
 	bed.set(t, web, "b1", "b2", "b3")
 	ask := func() string {
 		t.Helper()
-		var got string
-		mustNoErr(t, kerneltest.Do(bed.client, func() error {
-			c, err := net.DialTimeout("tcp4", "10.96.0.10:80", 10*time.Second)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(10 * time.Second))
-			b, err := io.ReadAll(c)
-			got = string(b)
-			return err
-		}), "connect")
+		got, err := readFrom(bed.client, "10.96.0.10:80", 10*time.Second)
+		mustNoErr(t, err, "connect")
 		return got
 	}
 	stuck := func(n int) string {
