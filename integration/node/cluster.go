@@ -58,7 +58,7 @@ type Cluster struct {
 	dir        string
 	spawn      *cluster.Spawner
 	cleanups   cluster.Cleanups
-	pki        *pki
+	pki        *cluster.PKI
 	cpNS       netns.NsHandle // control plane; holds the bridge br0
 	cpH        *netlink.Handle
 	apiURL     string // the harness's forwarder
@@ -117,7 +117,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	// Registered early so that it runs late: the spawner's thread must
 	// outlive every child (Pdeathsig).
 	c.cleanups.Add("stop spawner", func() error { c.spawn.Close(); return nil })
-	if c.pki, err = newPKI(c.dir); err != nil {
+	if c.pki, err = cluster.NewPKI(c.dir); err != nil {
 		return nil, err
 	}
 	if err := c.newControlPlaneNS(); err != nil {

@@ -50,13 +50,13 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	if err := c.waitHTTP(ctx, etcd, inNS, etcdClient+"/health", 30*time.Second); err != nil {
 		return fmt.Errorf("etcd: %w", err)
 	}
-	serving, err := c.pki.serving("apiserver", []net.IP{net.ParseIP(APIServerIP), net.IPv4(127, 0, 0, 1), net.ParseIP("10.96.0.1")},
+	serving, err := c.pki.Serving("apiserver", []net.IP{net.ParseIP(APIServerIP), net.IPv4(127, 0, 0, 1), net.ParseIP("10.96.0.1")},
 		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"})
 	if err != nil {
 		return err
 	}
 	// The API server's client certificate for kubelets (logs, exec).
-	kubeletClient, err := c.pki.client("apiserver-kubelet-client", "kube-apiserver-kubelet-client", "system:masters")
+	kubeletClient, err := c.pki.Client("apiserver-kubelet-client", "kube-apiserver-kubelet-client", "system:masters")
 	if err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	admin, err := c.pki.client("admin", "kubernetes-admin", "system:masters")
+	admin, err := c.pki.Client("admin", "kubernetes-admin", "system:masters")
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	c.progress("kube-apiserver ready at %s (%s from the harness)", "https://"+APIServerIP+":"+port, c.apiURL)
 
 	inCP := "https://127.0.0.1:" + port
-	kcm, err := c.pki.client("kube-controller-manager", "system:kube-controller-manager")
+	kcm, err := c.pki.Client("kube-controller-manager", "system:kube-controller-manager")
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		"--leader-elect=false", "--profiling=false"); err != nil {
 		return err
 	}
-	sched, err := c.pki.client("kube-scheduler", "system:kube-scheduler")
+	sched, err := c.pki.Client("kube-scheduler", "system:kube-scheduler")
 	if err != nil {
 		return err
 	}
@@ -198,7 +198,7 @@ func splice(a, b net.Conn) {
 	<-done
 }
 
-func (c *Cluster) httpsClient(cred credential) *http.Client {
+func (c *Cluster) httpsClient(cred cluster.Credential) *http.Client {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(c.pki.CA)
 	cert, err := tls.LoadX509KeyPair(cred.Cert, cred.Key)
@@ -252,7 +252,7 @@ func poll(ctx context.Context, timeout, interval time.Duration, cond func() (boo
 
 // writeKubeconfig writes a kubeconfig for server authenticated by a client
 // certificate.
-func writeKubeconfig(path, server string, ca []byte, cred credential) error {
+func writeKubeconfig(path, server string, ca []byte, cred cluster.Credential) error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["nodes"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
 	cfg.AuthInfos["user"] = &clientcmdapi.AuthInfo{ClientCertificate: cred.Cert, ClientKey: cred.Key}

@@ -317,7 +317,7 @@ imageGCLowThresholdPercent: 99
 
 func (n *Node) startKubelet() error {
 	c := n.cluster
-	cred, err := c.pki.client(n.Name, "system:node:"+n.Name, "system:nodes")
+	cred, err := c.pki.Client(n.Name, "system:node:"+n.Name, "system:nodes")
 	if err != nil {
 		return err
 	}
