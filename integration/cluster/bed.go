@@ -7,11 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -89,7 +87,7 @@ func Start(ctx context.Context, cfg Config) (_ *Bed, err error) {
 			b.Close()
 		}
 	}()
-	b.watchSignals()
+	b.stopSig = CloseOnSignal("cleaning up the test bed", b.Close)
 	RemoveStaleDirs(filepath.Join(os.TempDir(), "nfrouter-cluster-*"))
 	if b.dir, err = os.MkdirTemp("", "nfrouter-cluster-"); err != nil {
 		return nil, fmt.Errorf("bed: work directory: %w", err)
@@ -147,27 +145,6 @@ func (b *Bed) Close() error {
 		}
 	})
 	return err
-}
-
-// watchSignals closes the bed on SIGINT or SIGTERM and exits: deferred
-// cleanups and t.Cleanup would not run when the signal kills the process.
-func (b *Bed) watchSignals() {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-	done := make(chan struct{})
-	b.stopSig = func() { signal.Stop(ch); close(done) }
-	go func() {
-		select {
-		case s := <-ch:
-			fmt.Fprintf(os.Stderr, "\n%v: cleaning up the test bed\n", s)
-			// Through Close: a caller that closes the bed meanwhile (its
-			// requests fail as the API server stops) waits in closeOnce
-			// until the cleanup is done instead of exiting half-way.
-			b.Close()
-			os.Exit(130)
-		case <-done:
-		}
-	}()
 }
 
 func (b *Bed) progress(format string, args ...any) {

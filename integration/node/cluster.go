@@ -9,11 +9,9 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -94,7 +92,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			c.Close()
 		}
 	}()
-	c.watchSignals()
+	c.stopSig = cluster.CloseOnSignal("stopping the nodes", c.Close)
 	if err := removeStaleCgroups(); err != nil {
 		return nil, fmt.Errorf("cluster: an earlier run's cgroups: %w", err)
 	}
@@ -192,27 +190,11 @@ func (c *Cluster) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
 		err = c.cleanups.Run(c.log)
-		c.stopSig()
+		if c.stopSig != nil {
+			c.stopSig()
+		}
 	})
 	return err
-}
-
-// watchSignals closes the cluster on SIGINT or SIGTERM and exits: deferred
-// cleanups and t.Cleanup would not run when the signal kills the process.
-func (c *Cluster) watchSignals() {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-	done := make(chan struct{})
-	c.stopSig = func() { signal.Stop(ch); close(done) }
-	go func() {
-		select {
-		case s := <-ch:
-			fmt.Fprintf(os.Stderr, "\n%v: stopping the nodes\n", s)
-			c.Close() // a caller closing meanwhile waits in closeOnce
-			os.Exit(130)
-		case <-done:
-		}
-	}()
 }
 
 // newControlPlaneNS makes the control plane's network namespace with the
