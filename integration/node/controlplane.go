@@ -36,18 +36,12 @@ const (
 func (c *Cluster) startControlPlane(ctx context.Context) error {
 	bins := c.cfg.Binaries
 	etcdClient := "http://127.0.0.1:2379"
-	etcd, err := c.startCP("etcd", bins.Etcd,
-		"--name=default", "--data-dir="+filepath.Join(c.dir, "etcd"),
-		"--listen-client-urls="+etcdClient, "--advertise-client-urls="+etcdClient,
-		"--listen-peer-urls=http://127.0.0.1:2380", "--initial-advertise-peer-urls=http://127.0.0.1:2380",
-		"--initial-cluster=default=http://127.0.0.1:2380",
-		// Test data need not survive a crash; fsync costs seconds per run.
-		"--unsafe-no-fsync", "--log-level=warn")
+	etcd, err := c.startCP("etcd", bins.Etcd, cluster.EtcdArgs(filepath.Join(c.dir, "etcd"), etcdClient, "http://127.0.0.1:2380")...)
 	if err != nil {
 		return err
 	}
 	inNS := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: nsDialer(c.cpNS)}}
-	if err := c.waitHTTP(ctx, etcd, inNS, etcdClient+"/health", 30*time.Second); err != nil {
+	if err := cluster.WaitHTTP(ctx, etcd, inNS, etcdClient+"/health", 30*time.Second); err != nil {
 		return fmt.Errorf("etcd: %w", err)
 	}
 	serving, err := c.pki.Serving("apiserver", []net.IP{net.ParseIP(APIServerIP), net.IPv4(127, 0, 0, 1), net.ParseIP("10.96.0.1")},
@@ -90,7 +84,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	if err := writeKubeconfig(c.kubeconfig, c.apiURL, c.pki.CA, admin); err != nil {
 		return err
 	}
-	if err := c.waitHTTP(ctx, api, c.httpsClient(admin), c.apiURL+"/readyz", 90*time.Second); err != nil {
+	if err := cluster.WaitHTTP(ctx, api, c.httpsClient(admin), c.apiURL+"/readyz", 90*time.Second); err != nil {
 		return fmt.Errorf("kube-apiserver: %w", err)
 	}
 	c.progress("kube-apiserver ready at %s (%s from the harness)", "https://"+APIServerIP+":"+port, c.apiURL)
@@ -134,12 +128,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 
 // startCP starts a control-plane process in the control-plane namespace.
 func (c *Cluster) startCP(name, bin string, args ...string) (*Process, error) {
-	p, err := c.spawn.StartProcess(cluster.ProcessSpec{Name: name, Log: filepath.Join(c.dir, name+".log"), NS: c.cpNS, Bin: bin, Args: args})
-	if err != nil {
-		return nil, err
-	}
-	c.cleanups.Add("stop "+name, func() error { p.Stop(10 * time.Second); return nil })
-	return p, nil
+	return c.spawn.StartWithCleanup(&c.cleanups, cluster.ProcessSpec{Name: name, Log: filepath.Join(c.dir, name+".log"), NS: c.cpNS, Bin: bin, Args: args})
 }
 
 // forwardAPI listens on the harness's loopback and forwards each connection
@@ -207,24 +196,6 @@ func (c *Cluster) httpsClient(cred cluster.Credential) *http.Client {
 	}
 	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}}}
-}
-
-// waitHTTP polls url until it answers 200, p exits, or timeout passes.
-func (c *Cluster) waitHTTP(ctx context.Context, p *Process, hc *http.Client, url string, timeout time.Duration) error {
-	return poll(ctx, timeout, 100*time.Millisecond, func() (bool, error) {
-		select {
-		case <-p.Done():
-			return false, fmt.Errorf("exited (%v) before %s answered; see %s", p.Err(), url, p.Log)
-		default:
-		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
 }
 
 // poll calls cond every interval until it reports done, fails, or timeout
