@@ -58,8 +58,6 @@ type Bed struct {
 
 	nfrouterEnv []string
 
-	closeOnce sync.Once
-	stopSig   func()
 	// Started is how long Start took.
 	Started time.Duration
 }
@@ -87,7 +85,7 @@ func Start(ctx context.Context, cfg Config) (_ *Bed, err error) {
 			b.Close()
 		}
 	}()
-	b.stopSig = CloseOnSignal("cleaning up the test bed", b.Close)
+	b.cleanups.CloseOnSignal("cleaning up the test bed", b.log)
 	RemoveStaleDirs(filepath.Join(os.TempDir(), "nfrouter-cluster-*"))
 	if b.dir, err = os.MkdirTemp("", "nfrouter-cluster-"); err != nil {
 		return nil, fmt.Errorf("bed: work directory: %w", err)
@@ -136,16 +134,7 @@ func (b *Bed) Dir() string { return b.dir }
 // Close stops every process the bed started (by pid) and removes every
 // namespace, link and file it made. Safe to call more than once and
 // concurrently: later callers wait until the first has finished.
-func (b *Bed) Close() error {
-	var err error
-	b.closeOnce.Do(func() {
-		err = b.cleanups.Run(b.log)
-		if b.stopSig != nil {
-			b.stopSig()
-		}
-	})
-	return err
-}
+func (b *Bed) Close() error { return b.cleanups.Close(b.log) }
 
 func (b *Bed) progress(format string, args ...any) {
 	fmt.Fprintf(b.cfg.Progress, "[%s] "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -65,9 +64,6 @@ type Cluster struct {
 	client     kubernetes.Interface
 	// Nodes are the kubelet nodes, node-1 … node-N.
 	Nodes []*Node
-
-	closeOnce sync.Once
-	stopSig   func()
 }
 
 // Start makes the control plane and the nodes: kubelets registered, not
@@ -92,7 +88,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			c.Close()
 		}
 	}()
-	c.stopSig = cluster.CloseOnSignal("stopping the nodes", c.Close)
+	c.cleanups.CloseOnSignal("stopping the nodes", c.log)
 	if err := removeStaleCgroups(); err != nil {
 		return nil, fmt.Errorf("cluster: an earlier run's cgroups: %w", err)
 	}
@@ -186,16 +182,7 @@ func (c *Cluster) Client() kubernetes.Interface { return c.client }
 // Close stops every process the cluster started (by pid, and what runs in
 // the nodes' cgroups), and removes every cgroup, namespace and file it
 // made. Safe to call more than once.
-func (c *Cluster) Close() error {
-	var err error
-	c.closeOnce.Do(func() {
-		err = c.cleanups.Run(c.log)
-		if c.stopSig != nil {
-			c.stopSig()
-		}
-	})
-	return err
-}
+func (c *Cluster) Close() error { return c.cleanups.Close(c.log) }
 
 // newControlPlaneNS makes the control plane's network namespace with the
 // bridge br0 that joins the nodes; the API server's address is on it.
