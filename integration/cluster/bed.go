@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -86,14 +84,9 @@ func Start(ctx context.Context, cfg Config) (_ *Bed, err error) {
 		}
 	}()
 	b.cleanups.CloseOnSignal("cleaning up the test bed", b.log)
-	RemoveStaleDirs(filepath.Join(os.TempDir(), "nfrouter-cluster-*"))
-	if b.dir, err = os.MkdirTemp("", "nfrouter-cluster-"); err != nil {
-		return nil, fmt.Errorf("bed: work directory: %w", err)
+	if b.dir, err = NewWorkDir(&b.cleanups, "nfrouter-cluster-", false); err != nil {
+		return nil, fmt.Errorf("bed: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(b.dir, OwnerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		return nil, fmt.Errorf("bed: work directory: %w", err)
-	}
-	b.cleanups.Add("remove "+b.dir, func() error { return os.RemoveAll(b.dir) })
 	if b.spawn, err = NewSpawner(); err != nil {
 		return nil, err
 	}

@@ -92,19 +92,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if err := removeStaleCgroups(); err != nil {
 		return nil, fmt.Errorf("cluster: an earlier run's cgroups: %w", err)
 	}
-	cluster.RemoveStaleDirs(filepath.Join(os.TempDir(), "nfrouter-node-*"))
-	if c.dir, err = os.MkdirTemp("", "nfrouter-node-"); err != nil {
-		return nil, fmt.Errorf("cluster: work directory: %w", err)
+	if c.dir, err = cluster.NewWorkDir(&c.cleanups, "nfrouter-node-", cfg.KeepDir); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(c.dir, cluster.OwnerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		return nil, fmt.Errorf("cluster: work directory: %w", err)
-	}
-	c.cleanups.Add("remove "+c.dir, func() error {
-		if cfg.KeepDir {
-			return nil
-		}
-		return os.RemoveAll(c.dir)
-	})
 	if c.spawn, err = cluster.NewSpawner(); err != nil {
 		return nil, err
 	}
