@@ -56,6 +56,28 @@ func (bed *staleBed) set(t *testing.T, sp *model.ServicePort, names ...string) {
 	mustNoErr(t, bed.nat.Sync(context.Background(), st, ch), "sync nftables")
 }
 
+// udpFlow opens a UDP socket from ns to addr, closed when the test ends,
+// and returns a function that sends one datagram on it (always the same
+// flow) and returns the answer, waiting up to timeout.
+func udpFlow(t testing.TB, from netns.NsHandle, addr string) func(timeout time.Duration) (string, error) {
+	t.Helper()
+	var c net.Conn
+	mustNoErr(t, kerneltest.Do(from, func() (err error) {
+		c, err = net.Dial("udp4", addr)
+		return err
+	}), "dial")
+	t.Cleanup(func() { c.Close() })
+	return func(timeout time.Duration) (string, error) {
+		c.SetDeadline(time.Now().Add(timeout))
+		if _, err := c.Write([]byte("?")); err != nil {
+			return "", err
+		}
+		buf := make([]byte, 16)
+		n, err := c.Read(buf)
+		return string(buf[:n]), err
+	}
+}
+
 // serveNameIn answers TCP connections and UDP datagrams to addr in ns
 // with name.
 func serveNameIn(t testing.TB, ns netns.NsHandle, name, addr string) {
@@ -100,21 +122,8 @@ func TestKernelUDPDestinationReplaced(t *testing.T) {
 	bed := newStaleBed(t)
 	dns := svc("kube-system", "dns", 53, clusterIPs("10.96.0.53"), proto(model.UDP, "dns"))
 	bed.set(t, dns, "b1")
-	var c net.Conn
-	mustNoErr(t, kerneltest.Do(bed.client, func() (err error) {
-		c, err = net.Dial("udp4", "10.96.0.53:53")
-		return err
-	}), "dial")
-	t.Cleanup(func() { c.Close() })
-	ask := func() (string, error) {
-		c.SetDeadline(time.Now().Add(5 * time.Second))
-		if _, err := c.Write([]byte("?")); err != nil {
-			return "", err
-		}
-		buf := make([]byte, 16)
-		n, err := c.Read(buf)
-		return string(buf[:n]), err
-	}
+	flow := udpFlow(t, bed.client, "10.96.0.53:53")
+	ask := func() (string, error) { return flow(5 * time.Second) }
 	for range 3 {
 		if got, err := ask(); err != nil || got != "b1" {
 			t.Fatalf("UDP service answered %q, %v; want b1", got, err)
@@ -182,21 +191,7 @@ func TestKernelUDPServiceGetsFirstDestination(t *testing.T) {
 	node := kerneltest.Handle(t, bed.kp.ns)
 	_, dst, _ := net.ParseCIDR("10.96.0.0/16")
 	mustNoErr(t, node.RouteAdd(&netlink.Route{Dst: dst, Gw: net.ParseIP(bed.backends["b3"])}), "route the service range out")
-	var c net.Conn
-	mustNoErr(t, kerneltest.Do(bed.client, func() (err error) {
-		c, err = net.Dial("udp4", "10.96.0.54:53")
-		return err
-	}), "dial")
-	t.Cleanup(func() { c.Close() })
-	ask := func(timeout time.Duration) (string, error) {
-		c.SetDeadline(time.Now().Add(timeout))
-		if _, err := c.Write([]byte("?")); err != nil {
-			return "", err
-		}
-		buf := make([]byte, 16)
-		n, err := c.Read(buf)
-		return string(buf[:n]), err
-	}
+	ask := udpFlow(t, bed.client, "10.96.0.54:53")
 	if got, err := ask(time.Second); err == nil {
 		t.Fatalf("an address without a service answered %q", got)
 	}
