@@ -176,29 +176,9 @@ func (c *Cluster) Close() error { return c.cleanups.Close(c.log) }
 
 // newControlPlaneNS makes the control plane's network namespace with the
 // bridge br0 that joins the nodes; the API server's address is on it.
-func (c *Cluster) newControlPlaneNS() error {
-	ns, err := kerneltest.CreateNetNS()
-	if err != nil {
-		return fmt.Errorf("control-plane namespace: %w", err)
-	}
-	c.cleanups.Add("close control-plane namespace", ns.Close)
-	h, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		return fmt.Errorf("control-plane namespace: netlink: %w", err)
-	}
-	c.cleanups.Add("close control-plane netlink", func() error { h.Close(); return nil })
-	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
-	if err := h.LinkAdd(br); err != nil {
-		return fmt.Errorf("control-plane namespace: bridge: %w", err)
-	}
-	if err := h.AddrAdd(br, kerneltest.Addr(netip.MustParseAddr(APIServerIP), 24)); err != nil {
-		return fmt.Errorf("control-plane namespace: address: %w", err)
-	}
-	if err := h.LinkSetUp(br); err != nil {
-		return fmt.Errorf("control-plane namespace: bridge up: %w", err)
-	}
-	c.cpNS, c.cpH = ns, h
-	return nil
+func (c *Cluster) newControlPlaneNS() (err error) {
+	c.cpNS, c.cpH, _, err = cluster.NewBridgeNS(&c.cleanups, "control-plane", kerneltest.Addr(netip.MustParseAddr(APIServerIP), 24))
+	return err
 }
 
 // Kubectl runs kubectl with the admin kubeconfig and returns its output.

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -156,7 +155,7 @@ func (c *Cluster) forwardAPI() error {
 					c.log.Debug("API forwarder: dial", "error", err)
 					return
 				}
-				splice(conn, up)
+				cluster.Splice(conn, up)
 			}()
 		}
 	}()
@@ -175,16 +174,6 @@ func nsDialer(ns netns.NsHandle) func(ctx context.Context, network, addr string)
 		})
 		return conn, err
 	}
-}
-
-// splice copies both ways until both directions are done, then closes up.
-func splice(a, b net.Conn) {
-	defer b.Close()
-	done := make(chan struct{}, 2)
-	go func() { io.Copy(b, a); b.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
-	go func() { io.Copy(a, b); a.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
-	<-done
-	<-done
 }
 
 func (c *Cluster) httpsClient(cred cluster.Credential) *http.Client {
