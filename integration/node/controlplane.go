@@ -72,15 +72,12 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	admin, err := c.pki.Client("admin", "kubernetes-admin", "system:masters")
-	if err != nil {
-		return err
-	}
 	if err := c.forwardAPI(); err != nil {
 		return err
 	}
 	c.kubeconfig = filepath.Join(c.dir, "admin.kubeconfig")
-	if err := writeKubeconfig(c.kubeconfig, c.apiURL, c.pki.CA, admin); err != nil {
+	admin, err := c.clientKubeconfig(c.kubeconfig, c.apiURL, "admin", "kubernetes-admin", "system:masters")
+	if err != nil {
 		return err
 	}
 	if err := cluster.WaitHTTP(ctx, api, c.httpsClient(admin), c.apiURL+"/readyz", 90*time.Second); err != nil {
@@ -89,12 +86,8 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	c.progress("kube-apiserver ready at %s (%s from the harness)", "https://"+APIServerIP+":"+port, c.apiURL)
 
 	inCP := "https://127.0.0.1:" + port
-	kcm, err := c.pki.Client("kube-controller-manager", "system:kube-controller-manager")
-	if err != nil {
-		return err
-	}
 	kcmConfig := filepath.Join(c.dir, "kube-controller-manager.kubeconfig")
-	if err := writeKubeconfig(kcmConfig, inCP, c.pki.CA, kcm); err != nil {
+	if _, err := c.clientKubeconfig(kcmConfig, inCP, "kube-controller-manager", "system:kube-controller-manager"); err != nil {
 		return err
 	}
 	if _, err := c.startCP("kube-controller-manager", bins.ControllerManager,
@@ -108,12 +101,8 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		"--leader-elect=false", "--profiling=false"); err != nil {
 		return err
 	}
-	sched, err := c.pki.Client("kube-scheduler", "system:kube-scheduler")
-	if err != nil {
-		return err
-	}
 	schedConfig := filepath.Join(c.dir, "kube-scheduler.kubeconfig")
-	if err := writeKubeconfig(schedConfig, inCP, c.pki.CA, sched); err != nil {
+	if _, err := c.clientKubeconfig(schedConfig, inCP, "kube-scheduler", "system:kube-scheduler"); err != nil {
 		return err
 	}
 	if _, err := c.startCP("kube-scheduler", bins.Scheduler,
@@ -208,6 +197,16 @@ func poll(ctx context.Context, timeout, interval time.Duration, cond func() (boo
 		case <-tick.C:
 		}
 	}
+}
+
+// clientKubeconfig issues a client certificate named name for user in
+// groups and writes path, a kubeconfig for server authenticated by it.
+func (c *Cluster) clientKubeconfig(path, server, name, user string, groups ...string) (cluster.Credential, error) {
+	cred, err := c.pki.Client(name, user, groups...)
+	if err != nil {
+		return cluster.Credential{}, err
+	}
+	return cred, writeKubeconfig(path, server, c.pki.CA, cred)
 }
 
 // writeKubeconfig writes a kubeconfig for server authenticated by a client
