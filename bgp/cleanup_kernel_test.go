@@ -30,9 +30,7 @@ func TestKernelCleanupRemovesOurRoutesAndTunnels(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	if err := h.LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: "eth0"}}); err != nil {
-		kerneltest.MissingFeature(t, "dummy interfaces", err)
-	}
+	kerneltest.AddDummy(t, h, "eth0")
 	eth0 := kerneltest.LinkUp(t, h, "eth0", "192.168.1.10/24")
 	tunnel := func(name string, remote net.IP) netlink.Link {
 		t.Helper()
@@ -57,21 +55,7 @@ func TestKernelCleanupRemovesOurRoutesAndTunnels(t *testing.T) {
 	// Foreign: an ipip tunnel, routes of bird and static.
 	route("10.99.0.0/24", eth0, net.IPv4(192, 168, 1, 1), unix.RTPROT_STATIC)
 	route("10.98.0.0/24", tunnel("foreign0", net.IPv4(10, 0, 0, 1)), nil, 12)
-	snapshot := func() []string {
-		var out []string
-		links, err := h.LinkList()
-		mustAdd("list links", err)
-		for _, l := range links {
-			out = append(out, "link "+l.Type()+" "+l.Attrs().Name)
-		}
-		routes, err := h.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
-		mustAdd("list routes", err)
-		for _, r := range routes {
-			out = append(out, fmt.Sprintf("route %s table %d proto %d", r.Dst, r.Table, r.Protocol))
-		}
-		slices.Sort(out)
-		return out
-	}
+	snapshot := func() []string { return kerneltest.LinksAndRoutes(t, h) }
 	before := snapshot()
 
 	route("10.244.2.0/24", eth0, net.IPv4(192, 168, 1, 12), RouteProtocol)
@@ -183,9 +167,7 @@ func TestKernelTakesOverKubeRouterTunnels(t *testing.T) {
 	kerneltest.RequireRoot(t)
 	ns := kerneltest.NewNetNS(t)
 	h := kerneltest.Handle(t, ns)
-	if err := h.LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: "eth0"}}); err != nil {
-		kerneltest.MissingFeature(t, "dummy interfaces", err)
-	}
+	kerneltest.AddDummy(t, h, "eth0")
 	kerneltest.LinkUp(t, h, "eth0", "192.168.1.10/24")
 	for name, remote := range map[string]net.IP{"tun-0123456789a": net.IPv4(192, 168, 2, 20), "foreign0": net.IPv4(192, 168, 3, 30)} {
 		err := h.LinkAdd(&netlink.Iptun{LinkAttrs: netlink.LinkAttrs{Name: name}, Local: net.IPv4(192, 168, 1, 10), Remote: remote, Ttl: 64, PMtuDisc: 1})

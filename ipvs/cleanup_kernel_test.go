@@ -24,7 +24,7 @@ import (
 func TestKernelCleanupRemovesOursOnly(t *testing.T) {
 	kp := newKernelProxy(t, 0)
 	h := kerneltest.Handle(t, kp.ns)
-	mustNoErr(t, h.LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: "eth0"}}), "foreign dummy")
+	kerneltest.AddDummy(t, h, "eth0")
 	eth0, err := h.LinkByName("eth0")
 	mustNoErr(t, err, "find eth0")
 	mustNoErr(t, h.AddrAdd(eth0, kerneltest.Addr(netip.MustParseAddr("192.168.1.10"), 24)), "node IPv4 address")
@@ -46,21 +46,12 @@ func TestKernelCleanupRemovesOursOnly(t *testing.T) {
 		for _, s := range svcs {
 			out = append(out, "ipvs "+keyOf(s.Service).String()+" "+s.Scheduler)
 		}
-		links, err := h.LinkList()
-		mustNoErr(t, err, "list links")
-		for _, l := range links {
-			out = append(out, "link "+l.Type()+" "+l.Attrs().Name)
-		}
 		addrs, err := h.AddrList(nil, netlink.FAMILY_ALL)
 		mustNoErr(t, err, "list addresses")
 		for _, a := range addrs {
 			out = append(out, fmt.Sprintf("addr %d %s", a.LinkIndex, a.IPNet))
 		}
-		routes, err := h.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
-		mustNoErr(t, err, "list routes")
-		for _, r := range routes {
-			out = append(out, fmt.Sprintf("route %s table %d proto %d", r.Dst, r.Table, r.Protocol))
-		}
+		out = append(out, kerneltest.LinksAndRoutes(t, h)...)
 		slices.Sort(out)
 		return out
 	}

@@ -2,8 +2,10 @@ package ipvs
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
+	"github.com/nfrouter/nfrouter/nft"
 )
 
 // kernelProxy is a Proxy on real netlink in a network namespace of its own.
@@ -76,4 +79,43 @@ func mustNoErr(t testing.TB, err error, what string, args ...any) {
 	if err != nil {
 		t.Fatalf("%s: %v", fmt.Sprintf(what, args...), err)
 	}
+}
+
+// enableForwarding lets the node namespace ns route between its backends
+// and client pods.
+func enableForwarding(t testing.TB, ns netns.NsHandle) {
+	t.Helper()
+	mustNoErr(t, kerneltest.Do(ns, func() error {
+		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644)
+	}), "enable forwarding")
+}
+
+// newNAT programs the NAT part with cfg (on this node) next to kp's IPVS
+// and closes it when the test ends; the caller syncs it.
+func newNAT(t testing.TB, kp *kernelProxy, cfg NATConfig) *nft.Backend {
+	t.Helper()
+	cfg.NodeName = thisNode
+	b, err := nft.New(nft.Config{NetNSFd: int(kp.ns)})
+	mustNoErr(t, err, "nftables backend")
+	t.Cleanup(func() { b.Close() })
+	b.Add(NewNAT(b.Table(), cfg))
+	return b
+}
+
+// readFrom connects from ns to the TCP address dst and returns all the
+// server wrote, giving up after timeout.
+func readFrom(from netns.NsHandle, dst string, timeout time.Duration) (string, error) {
+	var got string
+	err := kerneltest.Do(from, func() error {
+		c, err := net.DialTimeout("tcp4", dst, timeout)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(timeout))
+		b, err := io.ReadAll(c)
+		got = string(b)
+		return err
+	})
+	return got, err
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"testing"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 
 	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
 	"github.com/nfrouter/nfrouter/model"
-	"github.com/nfrouter/nfrouter/nft"
 )
 
 // TestKernelNATThroughClusterIP connects through a real IPVS ClusterIP with
@@ -38,28 +36,13 @@ func TestKernelNATThroughClusterIP(t *testing.T) {
 
 	program := func(cfg NATConfig) {
 		t.Helper()
-		cfg.NodeName = thisNode
-		b, err := nft.New(nft.Config{NetNSFd: int(kp.ns)})
-		mustNoErr(t, err, "nftables backend")
-		t.Cleanup(func() { b.Close() })
-		b.Add(NewNAT(b.Table(), cfg))
-		mustNoErr(t, b.Sync(ctx, st, &model.Changes{Full: true}), "sync nftables")
+		mustNoErr(t, newNAT(t, kp, cfg).Sync(ctx, st, &model.Changes{Full: true}), "sync nftables")
 	}
 	cluster := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
 	seen := func(what string, from netns.NsHandle, want string) {
 		t.Helper()
-		var got string
-		mustNoErr(t, kerneltest.Do(from, func() error {
-			c, err := net.DialTimeout("tcp4", "10.96.0.10:80", 20*time.Second)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(20 * time.Second))
-			b, err := io.ReadAll(c)
-			got = string(b)
-			return err
-		}), "%s: connect to the ClusterIP", what)
+		got, err := readFrom(from, "10.96.0.10:80", 20*time.Second)
+		mustNoErr(t, err, "%s: connect to the ClusterIP", what)
 		if got != want {
 			t.Errorf("%s: the backend saw source %s, want %s", what, got, want)
 		}
@@ -117,28 +100,10 @@ func TestKernelNATExternalAddresses(t *testing.T) {
 	eps := model.Endpoints{ep("10.1.0.2:8080@"+thisNode, "rs")}
 	st := newState(testNode, []*model.ServicePort{open, fenced}, map[model.ServicePortKey]model.Endpoints{open.Key: eps, fenced.Key: eps})
 	mustNoErr(t, kp.Sync(ctx, st, &model.Changes{Full: true}), "sync IPVS")
-	b, err := nft.New(nft.Config{NetNSFd: int(kp.ns)})
-	mustNoErr(t, err, "nftables backend")
-	t.Cleanup(func() { b.Close() })
-	b.Add(NewNAT(b.Table(), NATConfig{PlanConfig: PlanConfig{NodeName: thisNode},
-		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}))
-	mustNoErr(t, b.Sync(ctx, st, &model.Changes{Full: true}), "sync nftables")
+	nat := newNAT(t, kp, NATConfig{ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
+	mustNoErr(t, nat.Sync(ctx, st, &model.Changes{Full: true}), "sync nftables")
 
-	ask := func(dst string, timeout time.Duration) (string, error) {
-		var got string
-		err := kerneltest.Do(client, func() error {
-			c, err := net.DialTimeout("tcp4", dst, timeout)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(timeout))
-			b, err := io.ReadAll(c)
-			got = string(b)
-			return err
-		})
-		return got, err
-	}
+	ask := func(dst string, timeout time.Duration) (string, error) { return readFrom(client, dst, timeout) }
 	got, err := ask("192.0.2.10:80", 20*time.Second)
 	mustNoErr(t, err, "pod to the LB IP")
 	if got != "10.1.0.1" {
@@ -168,9 +133,7 @@ func TestKernelNATExternalAddresses(t *testing.T) {
 func TestKernelNATUnallocatedServiceAddress(t *testing.T) {
 	kp := newKernelProxy(t, time.Minute)
 	ctx := context.Background()
-	mustNoErr(t, kerneltest.Do(kp.ns, func() error {
-		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644)
-	}), "enable forwarding")
+	enableForwarding(t, kp.ns)
 	backend := backendNS(t, kp.ns, "veth-a", "10.1.0.1", "10.1.0.2")
 	client := backendNS(t, kp.ns, "veth-c", "10.2.0.1", "10.2.0.2")
 	bh, nh := kerneltest.Handle(t, backend), kerneltest.Handle(t, kp.ns)
@@ -186,40 +149,21 @@ func TestKernelNATUnallocatedServiceAddress(t *testing.T) {
 	web := svc("default", "web", 80, clusterIPs("10.96.0.10"))
 	st := newState(testNode, []*model.ServicePort{web}, map[model.ServicePortKey]model.Endpoints{web.Key: {ep("10.1.0.2:8080@"+thisNode, "rs")}})
 	mustNoErr(t, kp.Sync(ctx, st, &model.Changes{Full: true}), "sync IPVS")
-	b, err := nft.New(nft.Config{NetNSFd: int(kp.ns)})
-	mustNoErr(t, err, "nftables backend")
-	t.Cleanup(func() { b.Close() })
-	b.Add(NewNAT(b.Table(), NATConfig{PlanConfig: PlanConfig{NodeName: thisNode},
-		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
-		ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16")}}))
-	mustNoErr(t, b.Sync(ctx, st, &model.Changes{Full: true}), "sync nftables")
+	nat := newNAT(t, kp, NATConfig{ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+		ServiceCIDRs: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16")}})
+	mustNoErr(t, nat.Sync(ctx, st, &model.Changes{Full: true}), "sync nftables")
 
-	ask := func(from netns.NsHandle, dst string, timeout time.Duration) (string, error) {
-		var got string
-		err := kerneltest.Do(from, func() error {
-			c, err := net.DialTimeout("tcp4", dst, timeout)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(timeout))
-			b, err := io.ReadAll(c)
-			got = string(b)
-			return err
-		})
-		return got, err
-	}
 	for _, from := range []struct {
 		name string
 		ns   netns.NsHandle
 	}{{"pod", client}, {"node", kp.ns}} {
-		if _, err := ask(from.ns, "10.97.0.200:80", 20*time.Second); err != nil {
+		if _, err := readFrom(from.ns, "10.97.0.200:80", 20*time.Second); err != nil {
 			t.Errorf("%s to an address outside the service CIDR: %v, want an answer", from.name, err)
 		}
-		if _, err := ask(from.ns, "10.96.0.10:80", 20*time.Second); err != nil {
+		if _, err := readFrom(from.ns, "10.96.0.10:80", 20*time.Second); err != nil {
 			t.Errorf("%s to the cluster IP: %v, want an answer", from.name, err)
 		}
-		if got, err := ask(from.ns, "10.96.0.200:80", 3*time.Second); err == nil {
+		if got, err := readFrom(from.ns, "10.96.0.200:80", 3*time.Second); err == nil {
 			t.Errorf("%s reached unallocated 10.96.0.200 (the server saw %s); want it dropped", from.name, got)
 		}
 	}
@@ -232,9 +176,7 @@ func TestKernelNATUnallocatedServiceAddress(t *testing.T) {
 func newNATBed(t *testing.T) (kp *kernelProxy, client netns.NsHandle) {
 	t.Helper()
 	kp = newKernelProxy(t, time.Minute)
-	mustNoErr(t, kerneltest.Do(kp.ns, func() error {
-		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644)
-	}), "enable forwarding")
+	enableForwarding(t, kp.ns)
 	backend := backendNS(t, kp.ns, "veth-a", "10.1.0.1", "10.1.0.2")
 	client = backendNS(t, kp.ns, "veth-c", "10.2.0.1", "10.2.0.2")
 	serveSourceIn(t, backend, "10.1.0.2:8080")

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"testing"
 	"time"
 
@@ -30,9 +29,7 @@ type staleBed struct {
 
 func newStaleBed(t *testing.T) *staleBed {
 	kp := newKernelProxy(t, time.Minute) // TCP destinations drain for a minute
-	mustNoErr(t, kerneltest.Do(kp.ns, func() error {
-		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644)
-	}), "enable forwarding")
+	enableForwarding(t, kp.ns)
 	bed := &staleBed{kp: kp, backends: map[string]string{}}
 	for i, name := range []string{"b1", "b2", "b3"} {
 		addr := fmt.Sprintf("10.1.%d.2", i+1)
@@ -41,12 +38,7 @@ func newStaleBed(t *testing.T) *staleBed {
 		bed.backends[name] = addr
 	}
 	bed.client = backendNS(t, kp.ns, "veth-c", "10.2.0.1", "10.2.0.2")
-	b, err := nft.New(nft.Config{NetNSFd: int(kp.ns)})
-	mustNoErr(t, err, "nftables backend")
-	t.Cleanup(func() { b.Close() })
-	b.Add(NewNAT(b.Table(), NATConfig{PlanConfig: PlanConfig{NodeName: thisNode},
-		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}))
-	bed.nat = b
+	bed.nat = newNAT(t, kp, NATConfig{ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
 	return bed
 }
 
@@ -62,6 +54,28 @@ func (bed *staleBed) set(t *testing.T, sp *model.ServicePort, names ...string) {
 	ch := changesOf(nil, []model.ServicePortKey{sp.Key})
 	mustNoErr(t, bed.kp.Sync(context.Background(), st, ch), "sync IPVS")
 	mustNoErr(t, bed.nat.Sync(context.Background(), st, ch), "sync nftables")
+}
+
+// udpFlow opens a UDP socket from ns to addr, closed when the test ends,
+// and returns a function that sends one datagram on it (always the same
+// flow) and returns the answer, waiting up to timeout.
+func udpFlow(t testing.TB, from netns.NsHandle, addr string) func(timeout time.Duration) (string, error) {
+	t.Helper()
+	var c net.Conn
+	mustNoErr(t, kerneltest.Do(from, func() (err error) {
+		c, err = net.Dial("udp4", addr)
+		return err
+	}), "dial")
+	t.Cleanup(func() { c.Close() })
+	return func(timeout time.Duration) (string, error) {
+		c.SetDeadline(time.Now().Add(timeout))
+		if _, err := c.Write([]byte("?")); err != nil {
+			return "", err
+		}
+		buf := make([]byte, 16)
+		n, err := c.Read(buf)
+		return string(buf[:n]), err
+	}
 }
 
 // serveNameIn answers TCP connections and UDP datagrams to addr in ns
@@ -108,21 +122,8 @@ func TestKernelUDPDestinationReplaced(t *testing.T) {
 	bed := newStaleBed(t)
 	dns := svc("kube-system", "dns", 53, clusterIPs("10.96.0.53"), proto(model.UDP, "dns"))
 	bed.set(t, dns, "b1")
-	var c net.Conn
-	mustNoErr(t, kerneltest.Do(bed.client, func() (err error) {
-		c, err = net.Dial("udp4", "10.96.0.53:53")
-		return err
-	}), "dial")
-	t.Cleanup(func() { c.Close() })
-	ask := func() (string, error) {
-		c.SetDeadline(time.Now().Add(5 * time.Second))
-		if _, err := c.Write([]byte("?")); err != nil {
-			return "", err
-		}
-		buf := make([]byte, 16)
-		n, err := c.Read(buf)
-		return string(buf[:n]), err
-	}
+	flow := udpFlow(t, bed.client, "10.96.0.53:53")
+	ask := func() (string, error) { return flow(5 * time.Second) }
 	for range 3 {
 		if got, err := ask(); err != nil || got != "b1" {
 			t.Fatalf("UDP service answered %q, %v; want b1", got, err)
@@ -145,18 +146,8 @@ func TestKernelAffinityDestinationRemoved(t *testing.T) {
 	bed.set(t, web, "b1", "b2", "b3")
 	ask := func() string {
 		t.Helper()
-		var got string
-		mustNoErr(t, kerneltest.Do(bed.client, func() error {
-			c, err := net.DialTimeout("tcp4", "10.96.0.10:80", 10*time.Second)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(10 * time.Second))
-			b, err := io.ReadAll(c)
-			got = string(b)
-			return err
-		}), "connect")
+		got, err := readFrom(bed.client, "10.96.0.10:80", 10*time.Second)
+		mustNoErr(t, err, "connect")
 		return got
 	}
 	stuck := func(n int) string {
@@ -200,21 +191,7 @@ func TestKernelUDPServiceGetsFirstDestination(t *testing.T) {
 	node := kerneltest.Handle(t, bed.kp.ns)
 	_, dst, _ := net.ParseCIDR("10.96.0.0/16")
 	mustNoErr(t, node.RouteAdd(&netlink.Route{Dst: dst, Gw: net.ParseIP(bed.backends["b3"])}), "route the service range out")
-	var c net.Conn
-	mustNoErr(t, kerneltest.Do(bed.client, func() (err error) {
-		c, err = net.Dial("udp4", "10.96.0.54:53")
-		return err
-	}), "dial")
-	t.Cleanup(func() { c.Close() })
-	ask := func(timeout time.Duration) (string, error) {
-		c.SetDeadline(time.Now().Add(timeout))
-		if _, err := c.Write([]byte("?")); err != nil {
-			return "", err
-		}
-		buf := make([]byte, 16)
-		n, err := c.Read(buf)
-		return string(buf[:n]), err
-	}
+	ask := udpFlow(t, bed.client, "10.96.0.54:53")
 	if got, err := ask(time.Second); err == nil {
 		t.Fatalf("an address without a service answered %q", got)
 	}

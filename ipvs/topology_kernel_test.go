@@ -2,15 +2,11 @@ package ipvs
 
 import (
 	"context"
-	"io"
 	"maps"
-	"net"
-	"os"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/nfrouter/nfrouter/integration/vm/kerneltest"
 	"github.com/nfrouter/nfrouter/model"
 )
 
@@ -26,9 +22,7 @@ import (
 func TestKernelTopology(t *testing.T) {
 	kp := newKernelProxy(t, time.Minute)
 	ctx := context.Background()
-	mustNoErr(t, kerneltest.Do(kp.ns, func() error {
-		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644)
-	}), "enable forwarding")
+	enableForwarding(t, kp.ns)
 	for _, b := range []struct{ name, nodeIf, gw, addr string }{
 		{"a1", "veth-a", "10.1.0.1", "10.1.0.2"}, {"b1", "veth-b", "10.3.0.1", "10.3.0.2"}, {"b2", "veth-d", "10.4.0.1", "10.4.0.2"},
 	} {
@@ -52,17 +46,9 @@ func TestKernelTopology(t *testing.T) {
 		t.Helper()
 		got := map[string]bool{}
 		for range n {
-			mustNoErr(t, kerneltest.Do(client, func() error {
-				c, err := net.DialTimeout("tcp4", "10.96.0.10:80", 20*time.Second)
-				if err != nil {
-					return err
-				}
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(20 * time.Second))
-				b, err := io.ReadAll(c)
-				got[string(b)] = true
-				return err
-			}), "pod to the cluster IP")
+			b, err := readFrom(client, "10.96.0.10:80", 20*time.Second)
+			mustNoErr(t, err, "pod to the cluster IP")
+			got[b] = true
 		}
 		return got
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/google/nftables"
+
+	"github.com/nfrouter/nfrouter/nft/internal/nftconn"
 )
 
 // Cleanup deletes nfrouter's table (every part: firewall, service proxy,
@@ -11,11 +13,7 @@ import (
 // returns what it removed: nothing when the table is not there. Other tables
 // are not touched.
 func Cleanup(netnsFd int) ([]string, error) {
-	var opts []nftables.ConnOption
-	if netnsFd != 0 {
-		opts = append(opts, nftables.WithNetNSFd(netnsFd))
-	}
-	conn, err := nftables.New(opts...)
+	conn, err := nftconn.Open(netnsFd)
 	if err != nil {
 		return nil, fmt.Errorf("open nftables netlink: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/google/nftables/expr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/nfrouter/nfrouter/nft/internal/nftconn"
 	"github.com/nfrouter/nfrouter/nft/netpol"
 )
 
@@ -43,11 +44,7 @@ func (c *deniedCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	chains := c.chains
 	c.mu.Unlock()
-	var opts []nftables.ConnOption
-	if c.nsFd != 0 {
-		opts = append(opts, nftables.WithNetNSFd(c.nsFd))
-	}
-	conn, err := nftables.New(opts...)
+	conn, err := nftconn.Open(c.nsFd)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.desc, err)
 		return

@@ -8,6 +8,7 @@ import (
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/nfrouter/nfrouter/nft/internal/nftconn"
 	"github.com/nfrouter/nfrouter/nft/ruleset"
 )
 
@@ -16,16 +17,7 @@ import (
 // has a definition that cannot be changed in place.
 func (a *applier) readBack(desired *ruleset.Table) (programmed, bool, error) {
 	prog := newProgrammed()
-	opts := []nftables.ConnOption{nftables.WithSockOptions(func(c *netlink.Conn) error {
-		if err := c.SetReadBuffer(8 << 20); err != nil {
-			return err
-		}
-		return c.SetWriteBuffer(1 << 20)
-	})}
-	if a.nsFd != 0 {
-		opts = append(opts, nftables.WithNetNSFd(a.nsFd))
-	}
-	c, err := nftables.New(opts...)
+	c, err := nftconn.Open(a.nsFd, nftconn.Buffers(8<<20, 1<<20))
 	if err != nil {
 		return prog, false, fmt.Errorf("read back table %s: %w", a.name, err)
 	}

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/google/nftables"
-	"github.com/mdlayher/netlink"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nfrouter/nfrouter/nft/conntrack"
+	"github.com/nfrouter/nfrouter/nft/internal/nftconn"
 	"github.com/nfrouter/nfrouter/nft/svcproxy"
 )
 
@@ -139,16 +139,7 @@ func (s *ServiceProxy) deleteStaleAffinity(ctx context.Context) error {
 	}
 	// A map holds up to 65,535 clients: buffers for reading and deleting
 	// that many in one batch.
-	opts := []nftables.ConnOption{nftables.WithSockOptions(func(c *netlink.Conn) error {
-		if err := c.SetReadBuffer(8 << 20); err != nil {
-			return err
-		}
-		return c.SetWriteBuffer(8 << 20)
-	})}
-	if s.cfg.NetNSFd != 0 {
-		opts = append(opts, nftables.WithNetNSFd(s.cfg.NetNSFd))
-	}
-	c, err := nftables.New(opts...)
+	c, err := nftconn.Open(s.cfg.NetNSFd, nftconn.Buffers(8<<20, 8<<20))
 	if err != nil {
 		return fmt.Errorf("affinity: netlink: %w", err)
 	}

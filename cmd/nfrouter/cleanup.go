@@ -48,14 +48,8 @@ func parseCleanupOptions(args []string) (*cleanupOptions, error) {
 // runCleanup is `nfrouter cleanup`.
 func runCleanup(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	co, err := parseCleanupOptions(args)
-	var help *helpRequested
-	if errors.As(err, &help) {
-		fmt.Fprint(stdout, help.usage)
-		return exitOK
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "nfrouter cleanup: %v (see --help)\n", err)
-		return exitUsage
+	if code, done := flagsDone("nfrouter cleanup", err, stdout, stderr); done {
+		return code
 	}
 	if err := cleanup(co, stdout); err != nil {
 		fmt.Fprintf(stderr, "nfrouter cleanup: %v\n", err)

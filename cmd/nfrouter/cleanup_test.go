@@ -92,21 +92,7 @@ func snapshot(t *testing.T, ns netns.NsHandle) []string {
 			out = append(out, fmt.Sprintf("rule %d %s %s #%d %s", c.Table.Family, c.Table.Name, c.Name, r.Handle, strings.Join(kinds, ",")))
 		}
 	}
-	h := kerneltest.Handle(t, ns)
-	links, err := h.LinkList()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range links {
-		out = append(out, "link "+l.Type()+" "+l.Attrs().Name)
-	}
-	routes, err := h.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range routes {
-		out = append(out, fmt.Sprintf("route %s table %d proto %d", r.Dst, r.Table, r.Protocol))
-	}
+	out = append(out, kerneltest.LinksAndRoutes(t, kerneltest.Handle(t, ns))...)
 	slices.Sort(out)
 	return out
 }

@@ -60,25 +60,16 @@ func parseDenialsOptions(args []string) (*denialsOptions, error) {
 	if o.timeout < 0 {
 		errs = append(errs, fmt.Sprintf("--timeout must not be negative, not %s", o.timeout))
 	}
-	errs = append(errs, checkOutput(o.output)...)
-	errs = append(errs, checkLogFormat(o.log.format)...)
-	errs = append(errs, o.source.validate()...)
-	if len(errs) > 0 {
-		return nil, errors.New(strings.Join(errs, "; "))
+	if err := toolFlagsError(errs, o.output, o.log, &o.source); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
 
 func runDenials(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parseDenialsOptions(args)
-	var help *helpRequested
-	if errors.As(err, &help) {
-		fmt.Fprint(stdout, help.usage)
-		return exitOK
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "nfrouter denials: %v (see --help)\n", err)
-		return exitUsage
+	if code, done := flagsDone("nfrouter denials", err, stdout, stderr); done {
+		return code
 	}
 	log := o.log.logger(stderr)
 	if err := watchDenials(ctx, o, stdout, log, nil); err != nil {

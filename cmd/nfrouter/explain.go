@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -57,28 +56,10 @@ func parseExplainOptions(args []string) (*explainOptions, error) {
 	if o.family != 0 && o.family != 4 && o.family != 6 {
 		errs = append(errs, fmt.Sprintf("--family must be 4 or 6, not %d", o.family))
 	}
-	errs = append(errs, checkOutput(o.output)...)
-	errs = append(errs, checkLogFormat(o.log.format)...)
-	errs = append(errs, o.source.validate()...)
-	if len(errs) > 0 {
-		return nil, errors.New(strings.Join(errs, "; "))
+	if err := toolFlagsError(errs, o.output, o.log, &o.source); err != nil {
+		return nil, err
 	}
 	return o, nil
-}
-
-func checkOutput(o string) []string {
-	if o != "table" && o != "json" {
-		return []string{fmt.Sprintf("--output must be table or json, not %q", o)}
-	}
-	return nil
-}
-
-func checkLogFormat(f string) []string {
-	switch f {
-	case "", "text", "json":
-		return nil
-	}
-	return []string{fmt.Sprintf("--log-format must be text or json, not %q", f)}
 }
 
 // parsePort reads PORT[/PROTOCOL].
@@ -103,18 +84,12 @@ func parsePort(s string) (model.Protocol, uint16, error) {
 
 func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parseExplainOptions(args)
-	var help *helpRequested
-	if errors.As(err, &help) {
-		fmt.Fprint(stdout, help.usage)
-		return exitOK
-	}
 	var q explainQuery
 	if err == nil {
 		q.proto, q.port, err = parsePort(o.port)
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "nfrouter explain: %v (see --help)\n", err)
-		return exitUsage
+	if code, done := flagsDone("nfrouter explain", err, stdout, stderr); done {
+		return code
 	}
 	q.from, q.to, q.family, q.defaultDeny = o.from, o.to, o.family, o.defaultDeny
 	log := o.log.logger(stderr)

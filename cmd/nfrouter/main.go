@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -56,14 +55,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cmd.run(ctx, args[1:], stdout, stderr)
 	}
 	o, err := parseOptions(args)
-	var help *helpRequested
-	if errors.As(err, &help) {
-		fmt.Fprint(stdout, help.usage)
-		return exitOK
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "nfrouter: %v (see --help)\n", err)
-		return exitUsage
+	if code, done := flagsDone("nfrouter", err, stdout, stderr); done {
+		return code
 	}
 	if o.version {
 		fmt.Fprintln(stdout, "nfrouter", version)

@@ -73,6 +73,15 @@ const (
 	kindUint
 )
 
+// Notes that several rows of the table share.
+const (
+	noBFD               = "BFD is not implemented (see `--enable-bfd`)"
+	noGoBGPAPI          = "no gobgp gRPC API: BGP state is in the metrics (`nfrouter_bgp_*`) and logs"
+	noLBAllocator       = "no load-balancer address allocator (see `--run-loadbalancer`)"
+	ipvsTimeoutsMissing = "setting IPVS connection timeouts"
+	ipvsTimeoutsNote    = "IPVS timeouts stay the kernel's"
+)
+
 // kubeRouterFlags is the compatibility table, in kube-router's (alphabetical)
 // order.
 var kubeRouterFlags = []kubeRouterFlag{
@@ -82,10 +91,10 @@ var kubeRouterFlags = []kubeRouterFlag{
 	{name: "advertise-pod-cidr", note: "as kube-router"},
 	{name: "auto-mtu", status: flagIgnored, kind: kindBool, def: "true",
 		note: "`--enable-cni` keeps the MTU a user set in the CNI configuration and sets none itself"},
-	{name: "bfd-desired-min-tx-interval", status: flagIgnored, kind: kindUint, def: "1000", note: "BFD is not implemented (see `--enable-bfd`)"},
-	{name: "bfd-detection-multiplier", status: flagIgnored, kind: kindUint, def: "3", note: "BFD is not implemented (see `--enable-bfd`)"},
-	{name: "bfd-port", status: flagIgnored, kind: kindUint, def: "3784", note: "BFD is not implemented (see `--enable-bfd`)"},
-	{name: "bfd-required-min-rx-interval", status: flagIgnored, kind: kindUint, def: "1000", note: "BFD is not implemented (see `--enable-bfd`)"},
+	{name: "bfd-desired-min-tx-interval", status: flagIgnored, kind: kindUint, def: "1000", note: noBFD},
+	{name: "bfd-detection-multiplier", status: flagIgnored, kind: kindUint, def: "3", note: noBFD},
+	{name: "bfd-port", status: flagIgnored, kind: kindUint, def: "3784", note: noBFD},
+	{name: "bfd-required-min-rx-interval", status: flagIgnored, kind: kindUint, def: "1000", note: noBFD},
 	{name: "bgp-graceful-restart", note: "as kube-router"},
 	{name: "bgp-graceful-restart-deferral-time", note: "as kube-router"},
 	{name: "bgp-graceful-restart-time", note: "as kube-router"},
@@ -113,9 +122,9 @@ var kubeRouterFlags = []kubeRouterFlag{
 	{name: "excluded-cidrs", status: flagIgnored, kind: kindStrings,
 		note: "nfrouter never removes IPVS services it does not own (an address on kube-dummy-if, or a NodePort)"},
 	{name: "gobgp-admin-address", status: flagIgnored, kind: kindString, def: "127.0.0.1",
-		note: "no gobgp gRPC API: BGP state is in the metrics (`nfrouter_bgp_*`) and logs"},
+		note: noGoBGPAPI},
 	{name: "gobgp-admin-port", status: flagIgnored, kind: kindUint, def: "50051",
-		note: "no gobgp gRPC API: BGP state is in the metrics (`nfrouter_bgp_*`) and logs"},
+		note: noGoBGPAPI},
 	{name: "hairpin-mode", note: "as kube-router"},
 	{name: "health-addr", note: "as kube-router"},
 	{name: "health-port", note: "as kube-router"},
@@ -132,11 +141,11 @@ var kubeRouterFlags = []kubeRouterFlag{
 		note: "IPVS changes are applied as they come, and `--sync-period` reads everything back"},
 	{name: "kubeconfig", note: "as kube-router"},
 	{name: "loadbalancer-default-class", status: flagIgnored, kind: kindBool, def: "true",
-		note: "no load-balancer address allocator (see `--run-loadbalancer`)"},
+		note: noLBAllocator},
 	{name: "loadbalancer-ip-range", status: flagIgnored, kind: kindStrings,
 		note: "no load-balancer address allocator, and load-balancer IPs are not validated against ranges (see `--strict-external-ip-validation`)"},
 	{name: "loadbalancer-sync-period", status: flagIgnored, kind: kindDuration, def: "1m0s",
-		note: "no load-balancer address allocator (see `--run-loadbalancer`)"},
+		note: noLBAllocator},
 	{name: "masquerade-all", note: "as kube-router"},
 	{name: "master", note: "as kube-router"},
 	{name: "metrics-addr", note: "as kube-router"},
@@ -175,11 +184,11 @@ var kubeRouterFlags = []kubeRouterFlag{
 		note: "external IPs are not validated against ranges (see `--strict-external-ip-validation`)"},
 	{name: "service-node-port-range", note: "as kube-router"},
 	{name: "service-tcp-timeout", status: flagRefused, kind: kindDuration, def: "0s", accept: []string{"0s"},
-		missing: "setting IPVS connection timeouts", note: "IPVS timeouts stay the kernel's"},
+		missing: ipvsTimeoutsMissing, note: ipvsTimeoutsNote},
 	{name: "service-tcpfin-timeout", status: flagRefused, kind: kindDuration, def: "0s", accept: []string{"0s"},
-		missing: "setting IPVS connection timeouts", note: "IPVS timeouts stay the kernel's"},
+		missing: ipvsTimeoutsMissing, note: ipvsTimeoutsNote},
 	{name: "service-udp-timeout", status: flagRefused, kind: kindDuration, def: "0s", accept: []string{"0s"},
-		missing: "setting IPVS connection timeouts", note: "IPVS timeouts stay the kernel's"},
+		missing: ipvsTimeoutsMissing, note: ipvsTimeoutsNote},
 	{name: "strict-external-ip-validation", status: flagRefused, kind: kindBool, def: "true", accept: []string{"false"},
 		missing: "validation of external and load-balancer IPs against ranges",
 		note:    "nfrouter serves every external and load-balancer IP a Service has (kube-router 2.11's default rejects those outside the ranges)"},

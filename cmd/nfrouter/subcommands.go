@@ -67,6 +67,50 @@ func parseCommandFlags(fs *pflag.FlagSet, usage string, args []string) error {
 	return nil
 }
 
+// flagsDone ends command name when parsing its flags (err) asked for help
+// (the usage on stdout, exit 0) or failed (the error on stderr, exit 2);
+// done is false when the command goes on.
+func flagsDone(name string, err error, stdout, stderr io.Writer) (code int, done bool) {
+	var help *helpRequested
+	if errors.As(err, &help) {
+		fmt.Fprint(stdout, help.usage)
+		return exitOK, true
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v (see --help)\n", name, err)
+		return exitUsage, true
+	}
+	return 0, false
+}
+
+// toolFlagsError adds to errs what is wrong with the flags every command
+// that reads the model and prints shares (output, log format, model source)
+// and returns them all as one error, nil when there are none.
+func toolFlagsError(errs []string, output string, log toolLog, source *sourceOptions) error {
+	errs = append(errs, checkOutput(output)...)
+	errs = append(errs, checkLogFormat(log.format)...)
+	errs = append(errs, source.validate()...)
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func checkOutput(o string) []string {
+	if o != "table" && o != "json" {
+		return []string{fmt.Sprintf("--output must be table or json, not %q", o)}
+	}
+	return nil
+}
+
+func checkLogFormat(f string) []string {
+	switch f {
+	case "", "text", "json":
+		return nil
+	}
+	return []string{fmt.Sprintf("--log-format must be text or json, not %q", f)}
+}
+
 // toolLog is the log flags of the commands whose output is on stdout.
 type toolLog struct {
 	format    string

@@ -6,12 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
 	"path/filepath"
-	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -60,8 +56,6 @@ type Bed struct {
 
 	nfrouterEnv []string
 
-	closeOnce sync.Once
-	stopSig   func()
 	// Started is how long Start took.
 	Started time.Duration
 }
@@ -89,15 +83,10 @@ func Start(ctx context.Context, cfg Config) (_ *Bed, err error) {
 			b.Close()
 		}
 	}()
-	b.watchSignals()
-	RemoveStaleDirs(filepath.Join(os.TempDir(), "nfrouter-cluster-*"))
-	if b.dir, err = os.MkdirTemp("", "nfrouter-cluster-"); err != nil {
-		return nil, fmt.Errorf("bed: work directory: %w", err)
+	b.cleanups.CloseOnSignal("cleaning up the test bed", b.log)
+	if b.dir, err = NewWorkDir(&b.cleanups, "nfrouter-cluster-", false); err != nil {
+		return nil, fmt.Errorf("bed: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(b.dir, OwnerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		return nil, fmt.Errorf("bed: work directory: %w", err)
-	}
-	b.cleanups.Add("remove "+b.dir, func() error { return os.RemoveAll(b.dir) })
 	if b.spawn, err = NewSpawner(); err != nil {
 		return nil, err
 	}
@@ -138,37 +127,7 @@ func (b *Bed) Dir() string { return b.dir }
 // Close stops every process the bed started (by pid) and removes every
 // namespace, link and file it made. Safe to call more than once and
 // concurrently: later callers wait until the first has finished.
-func (b *Bed) Close() error {
-	var err error
-	b.closeOnce.Do(func() {
-		err = b.cleanups.Run(b.log)
-		if b.stopSig != nil {
-			b.stopSig()
-		}
-	})
-	return err
-}
-
-// watchSignals closes the bed on SIGINT or SIGTERM and exits: deferred
-// cleanups and t.Cleanup would not run when the signal kills the process.
-func (b *Bed) watchSignals() {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-	done := make(chan struct{})
-	b.stopSig = func() { signal.Stop(ch); close(done) }
-	go func() {
-		select {
-		case s := <-ch:
-			fmt.Fprintf(os.Stderr, "\n%v: cleaning up the test bed\n", s)
-			// Through Close: a caller that closes the bed meanwhile (its
-			// requests fail as the API server stops) waits in closeOnce
-			// until the cleanup is done instead of exiting half-way.
-			b.Close()
-			os.Exit(130)
-		case <-done:
-		}
-	}()
-}
+func (b *Bed) Close() error { return b.cleanups.Close(b.log) }
 
 func (b *Bed) progress(format string, args ...any) {
 	fmt.Fprintf(b.cfg.Progress, "[%s] "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)

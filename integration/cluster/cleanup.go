@@ -14,6 +14,8 @@ type Cleanups struct {
 	// mu protects fns.
 	mu  sync.Mutex
 	fns []cleanup
+	// once makes Close run the steps once.
+	once sync.Once
 }
 
 type cleanup struct {
@@ -26,6 +28,14 @@ func (c *Cleanups) Add(what string, fn func() error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.fns = append(c.fns, cleanup{what, fn})
+}
+
+// Close runs the steps as Run does, once: a caller that comes later, or
+// meanwhile, waits until the first run has finished and gets nil.
+func (c *Cleanups) Close(log *slog.Logger) error {
+	var err error
+	c.once.Do(func() { err = c.Run(log) })
+	return err
 }
 
 // Run undoes everything registered so far, newest first, and reports every

@@ -32,17 +32,11 @@ func (b *Bed) startControlPlane(ctx context.Context, bins Binaries) error {
 	}
 	etcdClient := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	etcdPeer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-	etcd, err := b.startHost("etcd", bins.Etcd,
-		"--name=default", "--data-dir="+filepath.Join(b.dir, "etcd"),
-		"--listen-client-urls="+etcdClient, "--advertise-client-urls="+etcdClient,
-		"--listen-peer-urls="+etcdPeer, "--initial-advertise-peer-urls="+etcdPeer,
-		"--initial-cluster=default="+etcdPeer,
-		// Test data need not survive a crash; fsync costs seconds per run.
-		"--unsafe-no-fsync", "--log-level=warn")
+	etcd, err := b.startHost("etcd", bins.Etcd, EtcdArgs(filepath.Join(b.dir, "etcd"), etcdClient, etcdPeer)...)
 	if err != nil {
 		return err
 	}
-	if err := waitHTTP(ctx, etcd, http.DefaultClient, etcdClient+"/health", 30*time.Second); err != nil {
+	if err := WaitHTTP(ctx, etcd, http.DefaultClient, etcdClient+"/health", 30*time.Second); err != nil {
 		return fmt.Errorf("etcd: %w", err)
 	}
 	b.progress("etcd ready")
@@ -74,7 +68,7 @@ func (b *Bed) startControlPlane(ctx context.Context, bins Binaries) error {
 		TLSClientConfig: rest.TLSClientConfig{CAData: b.pki.CA},
 		QPS:             200, Burst: 400, UserAgent: "nfrouter-testbed",
 	}
-	if err := waitHTTP(ctx, api, b.tlsClient(b.pki.AdminToken), b.cp.apiURL+"/readyz", 90*time.Second); err != nil {
+	if err := WaitHTTP(ctx, api, b.tlsClient(b.pki.AdminToken), b.cp.apiURL+"/readyz", 90*time.Second); err != nil {
 		return fmt.Errorf("kube-apiserver: %w", err)
 	}
 	b.progress("kube-apiserver ready")
@@ -97,13 +91,19 @@ func (b *Bed) startControlPlane(ctx context.Context, bins Binaries) error {
 	return nil
 }
 
+// EtcdArgs are the arguments of a one-member etcd for a test cluster, with
+// its data in dataDir, serving clients at clientURL and peers at peerURL.
+func EtcdArgs(dataDir, clientURL, peerURL string) []string {
+	return []string{"--name=default", "--data-dir=" + dataDir,
+		"--listen-client-urls=" + clientURL, "--advertise-client-urls=" + clientURL,
+		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=default=" + peerURL,
+		// Test data need not survive a crash; fsync costs seconds per run.
+		"--unsafe-no-fsync", "--log-level=warn"}
+}
+
 func (b *Bed) startHost(name, bin string, args ...string) (*Process, error) {
-	p, err := b.spawn.StartProcess(ProcessSpec{Name: name, Log: filepath.Join(b.dir, name+".log"), NS: -1, Bin: bin, Args: args})
-	if err != nil {
-		return nil, err
-	}
-	b.cleanups.Add("stop "+name, func() error { p.Stop(10 * time.Second); return nil })
-	return p, nil
+	return b.spawn.StartWithCleanup(&b.cleanups, ProcessSpec{Name: name, Log: filepath.Join(b.dir, name+".log"), NS: -1, Bin: bin, Args: args})
 }
 
 // Client returns a client with cluster-admin rights (the harness's own).
@@ -127,8 +127,9 @@ func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.rt.RoundTrip(r)
 }
 
-// waitHTTP polls url until it answers 200, p exits, or timeout passes.
-func waitHTTP(ctx context.Context, p *Process, c *http.Client, url string, timeout time.Duration) error {
+// WaitHTTP polls url with c until it answers 200, p exits, or timeout
+// passes.
+func WaitHTTP(ctx context.Context, p *Process, c *http.Client, url string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)

@@ -42,26 +42,38 @@ type Node struct {
 }
 
 // newFabric makes the namespace holding the bridge that joins the nodes.
-func (b *Bed) newFabric() error {
+func (b *Bed) newFabric() (err error) {
+	b.fabric, b.fabricH, b.bridge, err = NewBridgeNS(&b.cleanups, "fabric", nil)
+	return err
+}
+
+// NewBridgeNS makes a network namespace holding the bridge br0, up, with
+// addr on it when not nil, and a netlink handle working in it; cleanups
+// closes both. what names the namespace in errors and cleanup steps.
+func NewBridgeNS(cleanups *Cleanups, what string, addr *netlink.Addr) (netns.NsHandle, *netlink.Handle, *netlink.Bridge, error) {
 	ns, err := kerneltest.CreateNetNS()
 	if err != nil {
-		return fmt.Errorf("fabric: %w", err)
+		return -1, nil, nil, fmt.Errorf("%s: %w", what, err)
 	}
-	b.cleanups.Add("close fabric namespace", ns.Close)
+	cleanups.Add("close "+what+" namespace", ns.Close)
 	h, err := netlink.NewHandleAt(ns)
 	if err != nil {
-		return fmt.Errorf("fabric: netlink: %w", err)
+		return -1, nil, nil, fmt.Errorf("%s: netlink: %w", what, err)
 	}
-	b.cleanups.Add("close fabric netlink", func() error { h.Close(); return nil })
+	cleanups.Add("close "+what+" netlink", func() error { h.Close(); return nil })
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
 	if err := h.LinkAdd(br); err != nil {
-		return fmt.Errorf("fabric: add bridge: %w", err)
+		return -1, nil, nil, fmt.Errorf("%s: add bridge: %w", what, err)
+	}
+	if addr != nil {
+		if err := h.AddrAdd(br, addr); err != nil {
+			return -1, nil, nil, fmt.Errorf("%s: bridge address: %w", what, err)
+		}
 	}
 	if err := h.LinkSetUp(br); err != nil {
-		return fmt.Errorf("fabric: bridge up: %w", err)
+		return -1, nil, nil, fmt.Errorf("%s: bridge up: %w", what, err)
 	}
-	b.fabric, b.fabricH, b.bridge = ns, h, br
-	return nil
+	return ns, h, br, nil
 }
 
 // addNode makes node i (1-based): a namespace with eth0 on the bridge,
@@ -184,10 +196,16 @@ func splice(c net.Conn, target string, log *slog.Logger) {
 		log.Debug("API proxy: dial", "error", err)
 		return
 	}
-	defer up.Close()
+	Splice(c, up)
+}
+
+// Splice copies between the TCP connections a and b both ways until both
+// directions are done, then closes b.
+func Splice(a, b net.Conn) {
+	defer b.Close()
 	done := make(chan struct{}, 2)
-	go func() { io.Copy(up, c); up.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
-	go func() { io.Copy(c, up); c.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
+	go func() { io.Copy(b, a); b.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
+	go func() { io.Copy(a, b); a.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
 	<-done
 	<-done
 }

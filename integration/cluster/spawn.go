@@ -153,6 +153,17 @@ func (s *Spawner) StartProcess(spec ProcessSpec) (*Process, error) {
 	return p, nil
 }
 
+// StartWithCleanup starts the process spec describes and registers its
+// stop (ten seconds' grace) with cleanups.
+func (s *Spawner) StartWithCleanup(cleanups *Cleanups, spec ProcessSpec) (*Process, error) {
+	p, err := s.StartProcess(spec)
+	if err != nil {
+		return nil, err
+	}
+	cleanups.Add("stop "+spec.Name, func() error { p.Stop(10 * time.Second); return nil })
+	return p, nil
+}
+
 // Stop sends SIGTERM, and SIGKILL if the process has not exited after grace.
 // It returns once the process is gone.
 func (p *Process) Stop(grace time.Duration) {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -32,4 +33,25 @@ func RemoveStaleDirs(pattern string) {
 			os.RemoveAll(d)
 		}
 	}
+}
+
+// NewWorkDir makes a fresh work directory named prefix* in the temporary
+// directory, marked with OwnerFile, after removing those of earlier runs
+// that died (RemoveStaleDirs). cleanups removes it unless keep.
+func NewWorkDir(cleanups *Cleanups, prefix string, keep bool) (string, error) {
+	RemoveStaleDirs(filepath.Join(os.TempDir(), prefix+"*"))
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", fmt.Errorf("work directory: %w", err)
+	}
+	cleanups.Add("remove "+dir, func() error {
+		if keep {
+			return nil
+		}
+		return os.RemoveAll(dir)
+	})
+	if err := os.WriteFile(filepath.Join(dir, OwnerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return "", fmt.Errorf("work directory: %w", err)
+	}
+	return dir, nil
 }

@@ -9,11 +9,8 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -58,7 +55,7 @@ type Cluster struct {
 	dir        string
 	spawn      *cluster.Spawner
 	cleanups   cluster.Cleanups
-	pki        *pki
+	pki        *cluster.PKI
 	cpNS       netns.NsHandle // control plane; holds the bridge br0
 	cpH        *netlink.Handle
 	apiURL     string // the harness's forwarder
@@ -67,9 +64,6 @@ type Cluster struct {
 	client     kubernetes.Interface
 	// Nodes are the kubelet nodes, node-1 … node-N.
 	Nodes []*Node
-
-	closeOnce sync.Once
-	stopSig   func()
 }
 
 // Start makes the control plane and the nodes: kubelets registered, not
@@ -94,30 +88,20 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			c.Close()
 		}
 	}()
-	c.watchSignals()
+	c.cleanups.CloseOnSignal("stopping the nodes", c.log)
 	if err := removeStaleCgroups(); err != nil {
 		return nil, fmt.Errorf("cluster: an earlier run's cgroups: %w", err)
 	}
-	cluster.RemoveStaleDirs(filepath.Join(os.TempDir(), "nfrouter-node-*"))
-	if c.dir, err = os.MkdirTemp("", "nfrouter-node-"); err != nil {
-		return nil, fmt.Errorf("cluster: work directory: %w", err)
+	if c.dir, err = cluster.NewWorkDir(&c.cleanups, "nfrouter-node-", cfg.KeepDir); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(c.dir, cluster.OwnerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		return nil, fmt.Errorf("cluster: work directory: %w", err)
-	}
-	c.cleanups.Add("remove "+c.dir, func() error {
-		if cfg.KeepDir {
-			return nil
-		}
-		return os.RemoveAll(c.dir)
-	})
 	if c.spawn, err = cluster.NewSpawner(); err != nil {
 		return nil, err
 	}
 	// Registered early so that it runs late: the spawner's thread must
 	// outlive every child (Pdeathsig).
 	c.cleanups.Add("stop spawner", func() error { c.spawn.Close(); return nil })
-	if c.pki, err = newPKI(c.dir); err != nil {
+	if c.pki, err = cluster.NewPKI(c.dir); err != nil {
 		return nil, err
 	}
 	if err := c.newControlPlaneNS(); err != nil {
@@ -188,58 +172,13 @@ func (c *Cluster) Client() kubernetes.Interface { return c.client }
 // Close stops every process the cluster started (by pid, and what runs in
 // the nodes' cgroups), and removes every cgroup, namespace and file it
 // made. Safe to call more than once.
-func (c *Cluster) Close() error {
-	var err error
-	c.closeOnce.Do(func() {
-		err = c.cleanups.Run(c.log)
-		c.stopSig()
-	})
-	return err
-}
-
-// watchSignals closes the cluster on SIGINT or SIGTERM and exits: deferred
-// cleanups and t.Cleanup would not run when the signal kills the process.
-func (c *Cluster) watchSignals() {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-	done := make(chan struct{})
-	c.stopSig = func() { signal.Stop(ch); close(done) }
-	go func() {
-		select {
-		case s := <-ch:
-			fmt.Fprintf(os.Stderr, "\n%v: stopping the nodes\n", s)
-			c.Close() // a caller closing meanwhile waits in closeOnce
-			os.Exit(130)
-		case <-done:
-		}
-	}()
-}
+func (c *Cluster) Close() error { return c.cleanups.Close(c.log) }
 
 // newControlPlaneNS makes the control plane's network namespace with the
 // bridge br0 that joins the nodes; the API server's address is on it.
-func (c *Cluster) newControlPlaneNS() error {
-	ns, err := kerneltest.CreateNetNS()
-	if err != nil {
-		return fmt.Errorf("control-plane namespace: %w", err)
-	}
-	c.cleanups.Add("close control-plane namespace", ns.Close)
-	h, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		return fmt.Errorf("control-plane namespace: netlink: %w", err)
-	}
-	c.cleanups.Add("close control-plane netlink", func() error { h.Close(); return nil })
-	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
-	if err := h.LinkAdd(br); err != nil {
-		return fmt.Errorf("control-plane namespace: bridge: %w", err)
-	}
-	if err := h.AddrAdd(br, kerneltest.Addr(netip.MustParseAddr(APIServerIP), 24)); err != nil {
-		return fmt.Errorf("control-plane namespace: address: %w", err)
-	}
-	if err := h.LinkSetUp(br); err != nil {
-		return fmt.Errorf("control-plane namespace: bridge up: %w", err)
-	}
-	c.cpNS, c.cpH = ns, h
-	return nil
+func (c *Cluster) newControlPlaneNS() (err error) {
+	c.cpNS, c.cpH, _, err = cluster.NewBridgeNS(&c.cleanups, "control-plane", kerneltest.Addr(netip.MustParseAddr(APIServerIP), 24))
+	return err
 }
 
 // Kubectl runs kubectl with the admin kubeconfig and returns its output.

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -36,27 +35,21 @@ const (
 func (c *Cluster) startControlPlane(ctx context.Context) error {
 	bins := c.cfg.Binaries
 	etcdClient := "http://127.0.0.1:2379"
-	etcd, err := c.startCP("etcd", bins.Etcd,
-		"--name=default", "--data-dir="+filepath.Join(c.dir, "etcd"),
-		"--listen-client-urls="+etcdClient, "--advertise-client-urls="+etcdClient,
-		"--listen-peer-urls=http://127.0.0.1:2380", "--initial-advertise-peer-urls=http://127.0.0.1:2380",
-		"--initial-cluster=default=http://127.0.0.1:2380",
-		// Test data need not survive a crash; fsync costs seconds per run.
-		"--unsafe-no-fsync", "--log-level=warn")
+	etcd, err := c.startCP("etcd", bins.Etcd, cluster.EtcdArgs(filepath.Join(c.dir, "etcd"), etcdClient, "http://127.0.0.1:2380")...)
 	if err != nil {
 		return err
 	}
 	inNS := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: nsDialer(c.cpNS)}}
-	if err := c.waitHTTP(ctx, etcd, inNS, etcdClient+"/health", 30*time.Second); err != nil {
+	if err := cluster.WaitHTTP(ctx, etcd, inNS, etcdClient+"/health", 30*time.Second); err != nil {
 		return fmt.Errorf("etcd: %w", err)
 	}
-	serving, err := c.pki.serving("apiserver", []net.IP{net.ParseIP(APIServerIP), net.IPv4(127, 0, 0, 1), net.ParseIP("10.96.0.1")},
+	serving, err := c.pki.Serving("apiserver", []net.IP{net.ParseIP(APIServerIP), net.IPv4(127, 0, 0, 1), net.ParseIP("10.96.0.1")},
 		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"})
 	if err != nil {
 		return err
 	}
 	// The API server's client certificate for kubelets (logs, exec).
-	kubeletClient, err := c.pki.client("apiserver-kubelet-client", "kube-apiserver-kubelet-client", "system:masters")
+	kubeletClient, err := c.pki.Client("apiserver-kubelet-client", "kube-apiserver-kubelet-client", "system:masters")
 	if err != nil {
 		return err
 	}
@@ -79,29 +72,22 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	admin, err := c.pki.client("admin", "kubernetes-admin", "system:masters")
-	if err != nil {
-		return err
-	}
 	if err := c.forwardAPI(); err != nil {
 		return err
 	}
 	c.kubeconfig = filepath.Join(c.dir, "admin.kubeconfig")
-	if err := writeKubeconfig(c.kubeconfig, c.apiURL, c.pki.CA, admin); err != nil {
+	admin, err := c.clientKubeconfig(c.kubeconfig, c.apiURL, "admin", "kubernetes-admin", "system:masters")
+	if err != nil {
 		return err
 	}
-	if err := c.waitHTTP(ctx, api, c.httpsClient(admin), c.apiURL+"/readyz", 90*time.Second); err != nil {
+	if err := cluster.WaitHTTP(ctx, api, c.httpsClient(admin), c.apiURL+"/readyz", 90*time.Second); err != nil {
 		return fmt.Errorf("kube-apiserver: %w", err)
 	}
 	c.progress("kube-apiserver ready at %s (%s from the harness)", "https://"+APIServerIP+":"+port, c.apiURL)
 
 	inCP := "https://127.0.0.1:" + port
-	kcm, err := c.pki.client("kube-controller-manager", "system:kube-controller-manager")
-	if err != nil {
-		return err
-	}
 	kcmConfig := filepath.Join(c.dir, "kube-controller-manager.kubeconfig")
-	if err := writeKubeconfig(kcmConfig, inCP, c.pki.CA, kcm); err != nil {
+	if _, err := c.clientKubeconfig(kcmConfig, inCP, "kube-controller-manager", "system:kube-controller-manager"); err != nil {
 		return err
 	}
 	if _, err := c.startCP("kube-controller-manager", bins.ControllerManager,
@@ -115,12 +101,8 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		"--leader-elect=false", "--profiling=false"); err != nil {
 		return err
 	}
-	sched, err := c.pki.client("kube-scheduler", "system:kube-scheduler")
-	if err != nil {
-		return err
-	}
 	schedConfig := filepath.Join(c.dir, "kube-scheduler.kubeconfig")
-	if err := writeKubeconfig(schedConfig, inCP, c.pki.CA, sched); err != nil {
+	if _, err := c.clientKubeconfig(schedConfig, inCP, "kube-scheduler", "system:kube-scheduler"); err != nil {
 		return err
 	}
 	if _, err := c.startCP("kube-scheduler", bins.Scheduler,
@@ -134,12 +116,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 
 // startCP starts a control-plane process in the control-plane namespace.
 func (c *Cluster) startCP(name, bin string, args ...string) (*Process, error) {
-	p, err := c.spawn.StartProcess(cluster.ProcessSpec{Name: name, Log: filepath.Join(c.dir, name+".log"), NS: c.cpNS, Bin: bin, Args: args})
-	if err != nil {
-		return nil, err
-	}
-	c.cleanups.Add("stop "+name, func() error { p.Stop(10 * time.Second); return nil })
-	return p, nil
+	return c.spawn.StartWithCleanup(&c.cleanups, cluster.ProcessSpec{Name: name, Log: filepath.Join(c.dir, name+".log"), NS: c.cpNS, Bin: bin, Args: args})
 }
 
 // forwardAPI listens on the harness's loopback and forwards each connection
@@ -167,7 +144,7 @@ func (c *Cluster) forwardAPI() error {
 					c.log.Debug("API forwarder: dial", "error", err)
 					return
 				}
-				splice(conn, up)
+				cluster.Splice(conn, up)
 			}()
 		}
 	}()
@@ -188,17 +165,7 @@ func nsDialer(ns netns.NsHandle) func(ctx context.Context, network, addr string)
 	}
 }
 
-// splice copies both ways until both directions are done, then closes up.
-func splice(a, b net.Conn) {
-	defer b.Close()
-	done := make(chan struct{}, 2)
-	go func() { io.Copy(b, a); b.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
-	go func() { io.Copy(a, b); a.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
-	<-done
-	<-done
-}
-
-func (c *Cluster) httpsClient(cred credential) *http.Client {
+func (c *Cluster) httpsClient(cred cluster.Credential) *http.Client {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(c.pki.CA)
 	cert, err := tls.LoadX509KeyPair(cred.Cert, cred.Key)
@@ -207,24 +174,6 @@ func (c *Cluster) httpsClient(cred credential) *http.Client {
 	}
 	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}}}
-}
-
-// waitHTTP polls url until it answers 200, p exits, or timeout passes.
-func (c *Cluster) waitHTTP(ctx context.Context, p *Process, hc *http.Client, url string, timeout time.Duration) error {
-	return poll(ctx, timeout, 100*time.Millisecond, func() (bool, error) {
-		select {
-		case <-p.Done():
-			return false, fmt.Errorf("exited (%v) before %s answered; see %s", p.Err(), url, p.Log)
-		default:
-		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
 }
 
 // poll calls cond every interval until it reports done, fails, or timeout
@@ -250,9 +199,19 @@ func poll(ctx context.Context, timeout, interval time.Duration, cond func() (boo
 	}
 }
 
+// clientKubeconfig issues a client certificate named name for user in
+// groups and writes path, a kubeconfig for server authenticated by it.
+func (c *Cluster) clientKubeconfig(path, server, name, user string, groups ...string) (cluster.Credential, error) {
+	cred, err := c.pki.Client(name, user, groups...)
+	if err != nil {
+		return cluster.Credential{}, err
+	}
+	return cred, writeKubeconfig(path, server, c.pki.CA, cred)
+}
+
 // writeKubeconfig writes a kubeconfig for server authenticated by a client
 // certificate.
-func writeKubeconfig(path, server string, ca []byte, cred credential) error {
+func writeKubeconfig(path, server string, ca []byte, cred cluster.Credential) error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["nodes"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
 	cfg.AuthInfos["user"] = &clientcmdapi.AuthInfo{ClientCertificate: cred.Cert, ClientKey: cred.Key}

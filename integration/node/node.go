@@ -317,12 +317,9 @@ imageGCLowThresholdPercent: 99
 
 func (n *Node) startKubelet() error {
 	c := n.cluster
-	cred, err := c.pki.client(n.Name, "system:node:"+n.Name, "system:nodes")
-	if err != nil {
-		return err
-	}
 	kubeconfig := filepath.Join(n.Dir, "kubelet.kubeconfig")
-	if err := writeKubeconfig(kubeconfig, "https://"+net.JoinHostPort(APIServerIP, strconv.Itoa(APIServerPort)), c.pki.CA, cred); err != nil {
+	server := "https://" + net.JoinHostPort(APIServerIP, strconv.Itoa(APIServerPort))
+	if _, err := c.clientKubeconfig(kubeconfig, server, n.Name, "system:node:"+n.Name, "system:nodes"); err != nil {
 		return err
 	}
 	resolv := filepath.Join(n.Dir, "resolv.conf")

@@ -11,6 +11,8 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
 	"github.com/google/nftables/xt"
+
+	"github.com/nfrouter/nfrouter/nft/internal/nftconn"
 )
 
 // table names an nftables table.
@@ -39,11 +41,7 @@ func isKubeRouterChain(name string) bool {
 // (0: the caller's) and returns one line per object removed. It goes on
 // after a failure and returns every error joined.
 func Cleanup(netnsFd int) ([]string, error) {
-	var opts []nftables.ConnOption
-	if netnsFd != 0 {
-		opts = append(opts, nftables.WithNetNSFd(netnsFd))
-	}
-	conn, err := nftables.New(opts...)
+	conn, err := nftconn.Open(netnsFd)
 	if err != nil {
 		return nil, fmt.Errorf("open nftables netlink: %w", err)
 	}

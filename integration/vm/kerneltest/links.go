@@ -21,6 +21,15 @@ func Handle(t testing.TB, ns netns.NsHandle) *netlink.Handle {
 	return h
 }
 
+// AddDummy adds a dummy interface named name; a kernel without dummy
+// interfaces ends the test as MissingFeature says.
+func AddDummy(t testing.TB, h *netlink.Handle, name string) {
+	t.Helper()
+	if err := h.LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: name}}); err != nil {
+		MissingFeature(t, "dummy interfaces", err)
+	}
+}
+
 // LinkUp adds addr (CIDR notation) to the link named name and sets it up.
 func LinkUp(t testing.TB, h *netlink.Handle, name, addr string) netlink.Link {
 	t.Helper()
