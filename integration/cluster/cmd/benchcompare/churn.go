@@ -44,6 +44,15 @@ func measureChurn(ctx context.Context, o options, bed *cluster.Bed, peers peerBi
 	if err := fr.CreateHeadless(ctx, bed); err != nil {
 		return fail(err)
 	}
+	// Without a firewall nothing is denied: the probes that match the policy
+	// later are the implementation's doing.
+	unguarded, err := cluster.RunProbes(ctx, fr.Cases(), 250*time.Millisecond)
+	if err != nil {
+		return fail(err)
+	}
+	if len(cluster.Mismatches(unguarded)) == 0 {
+		return fail(fmt.Errorf("the policy holds on %s before %s runs: the probes would prove nothing", n.Name, im))
+	}
 	begin := time.Now()
 	a, err := start(ctx, bed, peers, n, im, memLimit, false)
 	if err != nil {
