@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/nfrouter/nfrouter/integration/cluster"
@@ -20,6 +22,12 @@ type ChurnResult struct {
 	// the new pod's probes matched the policy.
 	InPlace           []time.Duration `json:"in_place_after_ns"`
 	CPUPerReplacement float64         `json:"cpu_seconds_per_replacement"`
+	// Churn is the wall time the replacements and their waits took;
+	// IdleCPU the CPU seconds per second used afterwards with nothing
+	// changing, over as long: the part of CPUPerReplacement any process
+	// spends standing still.
+	Churn   time.Duration `json:"churn_ns"`
+	IdleCPU float64       `json:"idle_cpu_seconds_per_second"`
 	// ProcessesAtStart are those started before the first replacement,
 	// ProcessesPerReplacement those started during the churn, divided by it.
 	ProcessesAtStart        int     `json:"processes_at_start"`
@@ -54,7 +62,7 @@ func measureChurn(ctx context.Context, o options, bed *cluster.Bed, peers peerBi
 		return fail(fmt.Errorf("the policy holds on %s before %s runs: the probes would prove nothing", n.Name, im))
 	}
 	begin := time.Now()
-	a, err := start(ctx, bed, peers, n, im, memLimit, false)
+	a, err := start(ctx, bed, peers, n, im, memLimit, o.pprof)
 	if err != nil {
 		return fail(err)
 	}
@@ -70,8 +78,22 @@ func measureChurn(ctx context.Context, o options, bed *cluster.Bed, peers peerBi
 	if err != nil {
 		return fail(err)
 	}
+	churnBegin := time.Now()
 	if res.ProcessesAtStart, err = a.execs(); err != nil {
 		return fail(err)
+	}
+	profDone := make(chan struct{})
+	if o.pprof && a.nfr != nil {
+		// A guess at the churn's length: the profile covers most of it.
+		secs := max(o.replacements/2, 1)
+		go func() {
+			defer close(profDone)
+			if err := a.nfr.Fetch(ctx, "/debug/pprof/profile?seconds="+strconv.Itoa(secs), filepath.Join(o.out, "cpu-churn-"+im+".pb.gz")); err != nil {
+				fmt.Println("  CPU profile:", err)
+			}
+		}()
+	} else {
+		close(profDone)
 	}
 	err = fr.Churn(ctx, bed, o.replacements, func(i int) error {
 		done := time.Now()
@@ -90,15 +112,24 @@ func measureChurn(ctx context.Context, o options, bed *cluster.Bed, peers peerBi
 	if err != nil {
 		return fail(err)
 	}
+	res.Churn = time.Since(churnBegin) // the window the CPU was read over
+	<-profDone
 	execs, err := a.execs()
 	if err != nil {
 		return fail(err)
 	}
 	res.CPUPerReplacement = (after.CPUSeconds - before.CPUSeconds) / float64(o.replacements)
 	res.ProcessesPerReplacement = float64(execs-res.ProcessesAtStart) / float64(o.replacements)
+	fmt.Printf("  idle for %s (as long as the churn)\n", res.Churn.Round(time.Second))
+	time.Sleep(res.Churn)
+	idle, err := cluster.ReadProcStat(a.pid())
+	if err != nil {
+		return fail(err)
+	}
+	res.IdleCPU = (idle.CPUSeconds - after.CPUSeconds) / res.Churn.Seconds()
 	q := quantiles(res.InPlace)
-	fmt.Printf("  %d replacements: CPU %.1f ms per replacement; %.1f processes per replacement (%d at start); in place after p50 %s max %s\n",
-		o.replacements, res.CPUPerReplacement*1000, res.ProcessesPerReplacement, res.ProcessesAtStart, q[0], q[3])
+	fmt.Printf("  %d replacements in %s: CPU %.1f ms per replacement (idle: %.1f ms/s); %.1f processes per replacement (%d at start); in place after p50 %s max %s\n",
+		o.replacements, res.Churn.Round(time.Millisecond), res.CPUPerReplacement*1000, res.IdleCPU*1000, res.ProcessesPerReplacement, res.ProcessesAtStart, q[0], q[3])
 	return res
 }
 

@@ -57,7 +57,7 @@ func main() {
 	flag.DurationVar(&o.gap, "gap", 1100*time.Millisecond, "pause after each committed change (kube-proxy's default --min-sync-period is 1 s)")
 	flag.StringVar(&o.impls, "impls", "nfrouter,nfrouter-nolimit,kube-proxy", "implementations to run: nfrouter (deploy/'s GOMEMLIMIT), nfrouter-nolimit, kube-proxy")
 	flag.StringVar(&o.out, "out", "bench-results", "directory for results.json, the table and the plots")
-	flag.BoolVar(&o.pprof, "pprof", false, "save nfrouter's heap (after cold start) and CPU (during changes) profiles to -out")
+	flag.BoolVar(&o.pprof, "pprof", false, "save nfrouter's heap (after cold start) and CPU (during changes, during the churn) profiles to -out")
 	flag.StringVar(&o.scenarios, "scenarios", "services,churn", "scenarios to run: services (ClusterIPs against kube-proxy), churn (the field report's pod churn with a NetworkPolicy against kube-router)")
 	flag.StringVar(&o.churnImpls, "churn-impls", "nfrouter,kube-router", "implementations in the churn scenario: nfrouter (deploy/'s settings), kube-router")
 	flag.IntVar(&o.replacements, "replacements", 20, "pod replacements measured per implementation in the churn scenario")

@@ -165,6 +165,9 @@ func churnTable(b *strings.Builder, rs []ChurnResult, memLimit string) {
 			}
 			return fmt.Sprintf("%.0f×", kr.CPUPerReplacement/nf.CPUPerReplacement)
 		})
+	row("of which idle (CPU with nothing changing, over as long as the churn)", func(r ChurnResult) string {
+		return fmt.Sprintf("%.1f ms (%.2f ms/s over %s)", r.IdleCPU*r.Churn.Seconds()/float64(r.Replacements)*1000, r.IdleCPU*1000, r.Churn.Round(time.Second))
+	}, func(kr, nf ChurnResult) string { return "" })
 	row("processes started per pod replacement (at start-up)", func(r ChurnResult) string {
 		return fmt.Sprintf("%.1f (%d)", r.ProcessesPerReplacement, r.ProcessesAtStart)
 	}, func(kr, nf ChurnResult) string {
