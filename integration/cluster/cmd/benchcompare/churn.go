@@ -22,10 +22,10 @@ type ChurnResult struct {
 	// the new pod's probes matched the policy.
 	InPlace           []time.Duration `json:"in_place_after_ns"`
 	CPUPerReplacement float64         `json:"cpu_seconds_per_replacement"`
-	// Churn is the wall time the replacements and their waits took;
-	// IdleCPU the CPU seconds per second used afterwards with nothing
-	// changing, over as long: the part of CPUPerReplacement any process
-	// spends standing still.
+	// Churn is the window CPU was read over: the replacements, their waits
+	// and the settling pause after them; IdleCPU the CPU seconds per second
+	// used afterwards with nothing changing, over as long: the part of
+	// CPUPerReplacement any process spends standing still.
 	Churn   time.Duration `json:"churn_ns"`
 	IdleCPU float64       `json:"idle_cpu_seconds_per_second"`
 	// ProcessesAtStart are those started before the first replacement,
