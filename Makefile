@@ -41,7 +41,9 @@ CLUSTER_TESTS     ?= .
 DEMO_FLAGS        ?=
 # bench-compare: nfrouter beside kube-proxy (nftables mode) at 1k and 10k
 # ClusterIP services x 10 endpoints against one API server; add -large for
-# 50k (long on 2 cores). Results, table and plots go to BENCH_OUT.
+# 50k (long on 2 cores); and beside kube-router v2.1.0 (firewall only) in the
+# field report's pod churn with a NetworkPolicy. -scenarios churn (or
+# services) runs one scenario alone. Results, table and plots go to BENCH_OUT.
 BENCH_COMPARE_FLAGS ?=
 BENCH_OUT           ?= bench-results
 
@@ -162,8 +164,10 @@ demo: setup build
 	GO=$(GO) $(GO) run ./integration/cluster/cmd/demo -cache $(CLUSTER_CACHE_DIR) -nfrouter $(BIN_DIR)/nfrouter $(DEMO_FLAGS)
 
 # bench-compare measures the whole agent from outside, side by side with
-# kube-proxy v1.37 --proxy-mode=nftables (integration/cluster/cmd/benchcompare);
-# it prints a Markdown table and writes results.json and PNG plots to BENCH_OUT.
+# kube-proxy v1.37 --proxy-mode=nftables and kube-router v2.1.0 (its iptables
+# and ipset come from setup; it is built by integration/cluster/tools/kuberouter
+# into CLUSTER_CACHE_DIR) (integration/cluster/cmd/benchcompare); it prints a
+# Markdown table and writes results.json and PNG plots to BENCH_OUT.
 bench-compare: setup build
 	@if [ "$$(id -u)" != 0 ]; then echo "bench-compare: needs root (network namespaces, nftables)"; exit 1; fi
 	GO=$(GO) $(GO) run ./integration/cluster/cmd/benchcompare -cache $(CLUSTER_CACHE_DIR) -nfrouter $(BIN_DIR)/nfrouter \

@@ -73,6 +73,22 @@ var e2eTool = tool{dir: "e2e", module: "k8s.io/kubernetes",
 var corednsTool = tool{dir: "coredns", module: "github.com/coredns/coredns",
 	packages: map[string]string{"coredns": "github.com/nfrouter/nfrouter/integration/cluster/tools/coredns"}}
 
+// kubeRouterTool builds kube-router, the firewall peer of bench-compare's
+// pod churn scenario: a benchmark peer only, in a module of its own.
+var kubeRouterTool = tool{dir: "kuberouter", module: "github.com/cloudnativelabs/kube-router/v2",
+	packages: map[string]string{"kube-router": "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"}}
+
+// EnsureKubeRouter returns kube-router's binary, building it first (about
+// 3 min on 2 cores) when cacheDir does not hold it yet, in the way of
+// EnsureBinaries.
+func EnsureKubeRouter(ctx context.Context, toolsDir, cacheDir string, progress io.Writer, log *slog.Logger) (string, error) {
+	paths, err := ensureTools(ctx, []tool{kubeRouterTool}, toolsDir, cacheDir, progress, log)
+	if err != nil {
+		return "", err
+	}
+	return paths["kube-router"], nil
+}
+
 // E2EBinaries are upstream's end-to-end suite, agnhost and the cluster DNS.
 type E2EBinaries struct {
 	E2ETest string

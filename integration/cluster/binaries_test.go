@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -77,5 +78,17 @@ func TestCacheKeyCoversOwnSources(t *testing.T) {
 	}
 	if after, _, _ := corednsTool.cacheKey(dir); after == before {
 		t.Errorf("a changed main.go left the key at %s", before)
+	}
+}
+
+// The kube-router peer is keyed by the version its module requires, so that
+// a version bump builds afresh.
+func TestKubeRouterToolKeyedByVersion(t *testing.T) {
+	key, version, err := kubeRouterTool.cacheKey("tools/kuberouter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if version != "v2.1.0" || !strings.HasPrefix(key, "kuberouter-v2.1.0-") {
+		t.Fatalf("cacheKey = %q, %q; want kuberouter-v2.1.0-<hash>, v2.1.0", key, version)
 	}
 }

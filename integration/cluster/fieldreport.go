@@ -22,25 +22,33 @@ type FieldReport struct {
 	next      int // suffix of the next replacement's name
 }
 
-// SetupFieldReport creates the namespace, pods, service and policy.
+// SetupFieldReport creates the namespace shop, pods, service and policy,
+// spreading the web pods over all nodes.
 func (b *Bed) SetupFieldReport(ctx context.Context, replicas int) (*FieldReport, error) {
-	fr := &FieldReport{Namespace: "shop"}
+	return b.SetupFieldReportOn(ctx, "shop", b.Nodes, replicas)
+}
+
+// SetupFieldReportOn creates the field report in namespace ns on the given
+// nodes: web pods round robin, the frontend on the last node, the other pod
+// on the first. On one node it needs no pod routes between nodes.
+func (b *Bed) SetupFieldReportOn(ctx context.Context, ns string, nodes []*Node, replicas int) (*FieldReport, error) {
+	fr := &FieldReport{Namespace: ns}
 	if err := b.CreateNamespace(ctx, fr.Namespace, map[string]string{"team": "shop"}); err != nil {
 		return nil, err
 	}
-	last := b.Nodes[len(b.Nodes)-1].Name
+	last := nodes[len(nodes)-1].Name
 	var err error
 	if fr.Frontend, err = b.StartPod(ctx, PodSpec{Namespace: fr.Namespace, Name: "frontend-0", Node: last,
 		Labels: map[string]string{"app": "frontend"}, Ports: WebPorts[:1]}); err != nil {
 		return nil, err
 	}
-	if fr.Other, err = b.StartPod(ctx, PodSpec{Namespace: fr.Namespace, Name: "batch-0", Node: b.Nodes[0].Name,
+	if fr.Other, err = b.StartPod(ctx, PodSpec{Namespace: fr.Namespace, Name: "batch-0", Node: nodes[0].Name,
 		Labels: map[string]string{"app": "batch"}}); err != nil {
 		return nil, err
 	}
 	for i := range replicas {
 		p, err := b.StartPod(ctx, PodSpec{Namespace: fr.Namespace, Name: fmt.Sprintf("web-%d", i),
-			Node: b.Nodes[i%len(b.Nodes)].Name, Labels: map[string]string{"app": "web"}, Ports: WebPorts})
+			Node: nodes[i%len(nodes)].Name, Labels: map[string]string{"app": "web"}, Ports: WebPorts})
 		if err != nil {
 			return nil, err
 		}
@@ -74,6 +82,18 @@ func (fr *FieldReport) Cases() []ProbeCase {
 		}
 	}
 	return append(cs, ProbeCase{From: fr.Other, To: fr.Frontend, Protocol: "tcp", Port: 8080, Want: true})
+}
+
+// CasesFor is the part of Cases that concerns web pod w: what a replacement
+// must have in place before it counts as done.
+func (fr *FieldReport) CasesFor(w *Pod) []ProbeCase {
+	var cs []ProbeCase
+	for _, c := range fr.Cases() {
+		if c.To == w {
+			cs = append(cs, c)
+		}
+	}
+	return cs
 }
 
 // Churn replaces web pods one at a time, round robin, n times, each in the

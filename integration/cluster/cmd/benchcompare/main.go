@@ -13,6 +13,12 @@
 //   - CPU per change, RSS after cold start and peak, from /proc;
 //   - processes started (strace).
 //
+// A second scenario, the field report's (-scenarios churn), sets nfrouter's
+// NetworkPolicy firewall beside kube-router's (v2.1.0, firewall only, built
+// from integration/cluster/tools/kuberouter): web pods behind a policy
+// replaced one at a time, measuring CPU seconds (children included) and
+// processes started per pod replacement.
+//
 // It prints a Markdown table, writes results.json and, with the plot tool
 // (integration/cluster/tools/plot, a module of its own), PNG plots. Root only.
 package main
@@ -51,7 +57,11 @@ func main() {
 	flag.DurationVar(&o.gap, "gap", 1100*time.Millisecond, "pause after each committed change (kube-proxy's default --min-sync-period is 1 s)")
 	flag.StringVar(&o.impls, "impls", "nfrouter,nfrouter-nolimit,kube-proxy", "implementations to run: nfrouter (deploy/'s GOMEMLIMIT), nfrouter-nolimit, kube-proxy")
 	flag.StringVar(&o.out, "out", "bench-results", "directory for results.json, the table and the plots")
-	flag.BoolVar(&o.pprof, "pprof", false, "save nfrouter's heap (after cold start) and CPU (during changes) profiles to -out")
+	flag.BoolVar(&o.pprof, "pprof", false, "save nfrouter's heap (after cold start) and CPU (during changes, during the churn) profiles to -out")
+	flag.StringVar(&o.scenarios, "scenarios", "services,churn", "scenarios to run: services (ClusterIPs against kube-proxy), churn (the field report's pod churn with a NetworkPolicy against kube-router)")
+	flag.StringVar(&o.churnImpls, "churn-impls", "nfrouter,kube-router", "implementations in the churn scenario: nfrouter (deploy/'s settings), kube-router")
+	flag.IntVar(&o.replacements, "replacements", 20, "pod replacements measured per implementation in the churn scenario")
+	flag.IntVar(&o.replicas, "replicas", 10, "web pods in the churn scenario, all on its node (the demo runs 10 on two nodes)")
 	flag.BoolVar(&o.plots, "plots", true, "draw PNG plots with integration/cluster/tools/plot")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -62,8 +72,10 @@ func main() {
 
 type options struct {
 	cache, nfrouter, repo, sizes, impls, out string
+	scenarios, churnImpls                    string
 	large, pprof, plots                      bool
 	endpoints, changes                       int
+	replacements, replicas                   int
 	gap                                      time.Duration
 }
 
@@ -85,10 +97,17 @@ type Result struct {
 
 // Report is what results.json holds.
 type Report struct {
-	Machine string   `json:"machine"`
-	Command string   `json:"command"`
-	Started string   `json:"started"`
-	Results []Result `json:"results"`
+	Machine string        `json:"machine"`
+	Command string        `json:"command"`
+	Started string        `json:"started"`
+	Results []Result      `json:"results"`
+	Churn   []ChurnResult `json:"churn,omitempty"`
+}
+
+// peerBinaries are the other implementations' programs.
+type peerBinaries struct {
+	cluster.Binaries
+	KubeRouter string
 }
 
 func run(o options) error {
@@ -102,10 +121,22 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	impls := strings.Split(o.impls, ",")
-	for _, im := range impls {
-		if !slices.Contains([]string{"nfrouter", "nfrouter-nolimit", "kube-proxy"}, im) {
-			return fmt.Errorf("unknown implementation %q", im)
+	scenarios, err := oneOf("-scenarios", o.scenarios, "services", "churn")
+	if err != nil {
+		return err
+	}
+	var impls, churnImpls []string
+	if slices.Contains(scenarios, "services") {
+		if impls, err = oneOf("-impls", o.impls, "nfrouter", "nfrouter-nolimit", "kube-proxy"); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(scenarios, "churn") {
+		if churnImpls, err = oneOf("-churn-impls", o.churnImpls, "nfrouter", "kube-router"); err != nil {
+			return err
+		}
+		if o.replacements <= 0 || o.replicas <= 0 {
+			return errors.New("-replacements and -replicas must be positive")
 		}
 	}
 	memLimit, err := deployMemLimit(filepath.Join(o.repo, "deploy", "daemonset.yaml"))
@@ -118,11 +149,20 @@ func run(o options) error {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	phase("Kubernetes binaries (cached in %s)", o.cache)
-	bins, err := cluster.EnsureBinaries(ctx, filepath.Join(o.repo, "integration/cluster/tools"), o.cache, os.Stdout, log)
+	toolsDir := filepath.Join(o.repo, "integration/cluster/tools")
+	bins, err := cluster.EnsureBinaries(ctx, toolsDir, o.cache, os.Stdout, log)
 	if err != nil {
 		return err
 	}
-	nodes := len(sizes) * len(impls)
+	peers := peerBinaries{Binaries: bins}
+	if slices.Contains(churnImpls, "kube-router") {
+		phase("kube-router (cached in %s)", o.cache)
+		if peers.KubeRouter, err = cluster.EnsureKubeRouter(ctx, toolsDir, o.cache, os.Stdout, log); err != nil {
+			return err
+		}
+	}
+	svcNodes := len(sizes) * len(impls)
+	nodes := svcNodes + len(churnImpls)
 	phase("starting the test bed: API server, %d node namespaces (a fresh one per run)", nodes)
 	bed, err := cluster.Start(ctx, cluster.Config{Binaries: bins, NFRouter: o.nfrouter, DeployDir: filepath.Join(o.repo, "deploy"),
 		Nodes: nodes, Progress: os.Stdout, Log: log})
@@ -138,6 +178,44 @@ func run(o options) error {
 	if err := bed.ApplyRBAC(ctx, nil); err != nil {
 		return err
 	}
+	rep := Report{Machine: machine(), Command: strings.Join(append([]string{filepath.Base(os.Args[0])}, os.Args[1:]...), " "), Started: time.Now().UTC().Format(time.RFC3339)}
+	// The churn first, while the API server holds only its objects.
+	for i, im := range churnImpls {
+		n := bed.Nodes[svcNodes+i]
+		phase("field report churn: %s on %s, %d web pods, %d replacements (load %s)", im, n.Name, o.replicas, o.replacements, loadavg())
+		res := measureChurn(ctx, o, bed, peers, n, im, memLimit)
+		if res.Error != "" {
+			fmt.Printf("  FAILED: %s\n", res.Error)
+		}
+		rep.Churn = append(rep.Churn, res)
+		if err := writeJSON(filepath.Join(o.out, "results.json"), rep); err != nil {
+			return err
+		}
+	}
+	if err := services(ctx, o, bed, peers, sizes, impls, memLimit, &rep); err != nil {
+		return err
+	}
+	table := markdown(rep, memLimit)
+	fmt.Println()
+	fmt.Print(table)
+	if err := os.WriteFile(filepath.Join(o.out, "results.md"), []byte(table), 0o644); err != nil {
+		return err
+	}
+	if o.plots {
+		phase("drawing plots into %s", o.out)
+		if err := drawPlots(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// services is the services scenario: per size, the services are created,
+// then each implementation runs on a fresh node of its own.
+func services(ctx context.Context, o options, bed *cluster.Bed, peers peerBinaries, sizes []int, impls []string, memLimit string, rep *Report) error {
+	if len(impls) == 0 {
+		return nil
+	}
 	cfg := bed.RESTConfig()
 	cfg.QPS = -1 // no client-side limit: the bulk creation is the API server's business
 	fast, err := kubernetes.NewForConfig(cfg)
@@ -150,9 +228,9 @@ func run(o options) error {
 	}
 	// Per node a server pod, a client pod and a service pointing at the
 	// server: the cold start ends when the client gets the server's answer.
-	probes := make([]probe, nodes)
-	phase("pods and probe services on %d nodes", nodes)
-	for i, n := range bed.Nodes {
+	probes := make([]probe, len(sizes)*len(impls))
+	phase("pods and probe services on %d nodes", len(probes))
+	for i, n := range bed.Nodes[:len(probes)] {
 		srv, err := bed.StartPod(ctx, cluster.PodSpec{Namespace: "bench", Name: "server-" + n.Name, Node: n.Name,
 			Labels: map[string]string{"app": "server"}, Ports: cluster.WebPorts[:1]})
 		if err != nil {
@@ -169,8 +247,6 @@ func run(o options) error {
 		}
 		probes[i] = probe{node: n, client: cl, vip: vip, port: port}
 	}
-
-	rep := Report{Machine: machine(), Command: strings.Join(append([]string{filepath.Base(os.Args[0])}, os.Args[1:]...), " "), Started: time.Now().UTC().Format(time.RFC3339)}
 	next := 0
 	for _, size := range sizes {
 		phase("creating services up to %d × %d endpoints", size, o.endpoints)
@@ -185,7 +261,7 @@ func run(o options) error {
 			p := probes[next]
 			next++
 			phase("%d services: %s on %s (load %s)", size, im, p.node.Name, loadavg())
-			res := measure(ctx, o, bed, bins, scale, p, im, size, memLimit)
+			res := measure(ctx, o, bed, peers, scale, p, im, size, memLimit)
 			if res.Error != "" {
 				fmt.Printf("  FAILED: %s\n", res.Error)
 			}
@@ -193,18 +269,6 @@ func run(o options) error {
 			if err := writeJSON(filepath.Join(o.out, "results.json"), rep); err != nil {
 				return err
 			}
-		}
-	}
-	table := markdown(rep, memLimit)
-	fmt.Println()
-	fmt.Print(table)
-	if err := os.WriteFile(filepath.Join(o.out, "results.md"), []byte(table), 0o644); err != nil {
-		return err
-	}
-	if o.plots {
-		phase("drawing plots into %s", o.out)
-		if err := drawPlots(o); err != nil {
-			return err
 		}
 	}
 	return nil
@@ -227,9 +291,16 @@ type agent struct {
 	nfr   *cluster.NFRouter
 }
 
-func start(ctx context.Context, bed *cluster.Bed, bins cluster.Binaries, n *cluster.Node, im, memLimit string, pprof bool) (*agent, error) {
-	if im == "kube-proxy" {
-		k, err := bed.StartKubeProxy(ctx, n, bins.KubeProxy, "nftables")
+func start(ctx context.Context, bed *cluster.Bed, peers peerBinaries, n *cluster.Node, im, memLimit string, pprof bool) (*agent, error) {
+	switch im {
+	case "kube-proxy", "kube-router":
+		var k *cluster.Peer
+		var err error
+		if im == "kube-proxy" {
+			k, err = bed.StartKubeProxy(ctx, n, peers.KubeProxy, "nftables")
+		} else {
+			k, err = bed.StartKubeRouter(ctx, n, peers.KubeRouter)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -253,12 +324,12 @@ func start(ctx context.Context, bed *cluster.Bed, bins cluster.Binaries, n *clus
 		execs: func() (int, error) { n, _, err := r.Execs(); return n, err }}, nil
 }
 
-func measure(ctx context.Context, o options, bed *cluster.Bed, bins cluster.Binaries, scale *cluster.ScaleServices,
+func measure(ctx context.Context, o options, bed *cluster.Bed, peers peerBinaries, scale *cluster.ScaleServices,
 	p probe, im string, size int, memLimit string) Result {
 	res := Result{Impl: im, Services: size, Endpoints: o.endpoints, Load: loadavg()}
 	fail := func(err error) Result { res.Error = err.Error(); return res }
 	begin := time.Now()
-	a, err := start(ctx, bed, bins, p.node, im, memLimit, o.pprof)
+	a, err := start(ctx, bed, peers, p.node, im, memLimit, o.pprof)
 	if err != nil {
 		return fail(err)
 	}
@@ -381,6 +452,19 @@ func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
 
 func phase(format string, args ...any) {
 	fmt.Printf("\n[%s] ==> "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// oneOf splits a comma-separated flag value and checks every item is known.
+func oneOf(flagName, value string, known ...string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(value, ",") {
+		f = strings.TrimSpace(f)
+		if !slices.Contains(known, f) {
+			return nil, fmt.Errorf("%s: unknown %q (known: %s)", flagName, f, strings.Join(known, ", "))
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }
 
 func parseSizes(s string, large bool) ([]int, error) {

@@ -23,6 +23,7 @@ func markdown(rep Report, memLimit string) string {
 		"nfrouter":         "nfrouter (deploy/: GOMEMLIMIT=" + memLimit + ")",
 		"nfrouter-nolimit": "nfrouter without GOMEMLIMIT",
 	}
+	churnTable(&b, rep.Churn, memLimit)
 	for _, size := range sizes {
 		var rs []Result
 		for _, r := range rep.Results {
@@ -109,4 +110,74 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// churnTable renders the field report's scenario: a column per
+// implementation and, where both ran, kube-router's ratio to nfrouter.
+func churnTable(b *strings.Builder, rs []ChurnResult, memLimit string) {
+	if len(rs) == 0 {
+		return
+	}
+	label := map[string]string{
+		"nfrouter":    "nfrouter (deploy/: GOMEMLIMIT=" + memLimit + ")",
+		"kube-router": "kube-router v2.1.0 (firewall only)",
+	}
+	var kr, nf *ChurnResult
+	for i := range rs {
+		switch rs[i].Impl {
+		case "kube-router":
+			kr = &rs[i]
+		case "nfrouter":
+			nf = &rs[i]
+		}
+	}
+	withRatio := kr != nil && nf != nil && kr.Error == "" && nf.Error == ""
+	fmt.Fprintf(b, "\n**Field report: pod churn with a NetworkPolicy** (%d web pods with 3 ports on one node, a frontend allowed to reach http only, a pod allowed nothing; %d replacements of 8 API writes each, the next one after the new pod's probes match the policy)\n\n|", rs[0].Replicas, rs[0].Replacements)
+	for _, r := range rs {
+		fmt.Fprintf(b, " | %s", label[r.Impl])
+	}
+	if withRatio {
+		b.WriteString(" | kube-router ÷ nfrouter")
+	}
+	b.WriteString(" |\n|---")
+	for range len(rs) + boolInt(withRatio) {
+		b.WriteString("|---")
+	}
+	b.WriteString("|\n")
+	row := func(name string, cell func(ChurnResult) string, ratio func(kr, nf ChurnResult) string) {
+		fmt.Fprintf(b, "| %s", name)
+		for _, r := range rs {
+			if r.Error != "" {
+				b.WriteString(" | failed: " + r.Error)
+				continue
+			}
+			b.WriteString(" | " + cell(r))
+		}
+		if withRatio {
+			b.WriteString(" | " + ratio(*kr, *nf))
+		}
+		b.WriteString(" |\n")
+	}
+	row("CPU per pod replacement (children included)", func(r ChurnResult) string { return fmt.Sprintf("%.1f ms", r.CPUPerReplacement*1000) },
+		func(kr, nf ChurnResult) string {
+			if nf.CPUPerReplacement == 0 {
+				return "n/a (0 measured)"
+			}
+			return fmt.Sprintf("%.0f×", kr.CPUPerReplacement/nf.CPUPerReplacement)
+		})
+	row("of which idle (CPU with nothing changing, over as long as the churn)", func(r ChurnResult) string {
+		return fmt.Sprintf("%.1f ms (%.2f ms/s over %s)", r.IdleCPU*r.Churn.Seconds()/float64(r.Replacements)*1000, r.IdleCPU*1000, r.Churn.Round(time.Second))
+	}, func(kr, nf ChurnResult) string { return "" })
+	row("processes started per pod replacement (at start-up)", func(r ChurnResult) string {
+		return fmt.Sprintf("%.1f (%d)", r.ProcessesPerReplacement, r.ProcessesAtStart)
+	}, func(kr, nf ChurnResult) string {
+		return fmt.Sprintf("%.1f vs %.1f", kr.ProcessesPerReplacement, nf.ProcessesPerReplacement)
+	})
+	row("new pod's policy in place, p50 / max (probe resolution 250 ms)", func(r ChurnResult) string {
+		q := quantiles(r.InPlace)
+		return fmt.Sprintf("%s / %s", ms(q[0]), ms(q[3]))
+	}, func(kr, nf ChurnResult) string { return "" })
+	row("policy enforced after start", func(r ChurnResult) string { return roundDur(r.Enforced).String() },
+		func(kr, nf ChurnResult) string { return "" })
+	row("load average at start", func(r ChurnResult) string { return r.Load }, func(kr, nf ChurnResult) string { return "" })
 }

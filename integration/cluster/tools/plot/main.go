@@ -1,7 +1,8 @@
-// Command plot reads bench-compare's results.json and draws two PNGs into
-// -out: latency.png, the distribution of change latencies (write → kernel
-// commit) per implementation and size, and scaling.png, each cost against
-// the number of services.
+// Command plot reads bench-compare's results.json and draws PNGs into -out:
+// latency.png, the distribution of change latencies (write → kernel commit)
+// per implementation and size, and scaling.png, each cost against the number
+// of services (the services scenario); churn.png, CPU per pod replacement per
+// implementation (the field report's churn scenario).
 package main
 
 import (
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -32,9 +34,19 @@ type result struct {
 	Error        string          `json:"error"`
 }
 
+// churnResult mirrors the fields of benchcompare's ChurnResult that the plot
+// uses.
+type churnResult struct {
+	Impl                    string  `json:"impl"`
+	CPUPerReplacement       float64 `json:"cpu_seconds_per_replacement"`
+	ProcessesPerReplacement float64 `json:"processes_per_replacement"`
+	Error                   string  `json:"error"`
+}
+
 type report struct {
-	Machine string   `json:"machine"`
-	Results []result `json:"results"`
+	Machine string        `json:"machine"`
+	Results []result      `json:"results"`
+	Churn   []churnResult `json:"churn"`
 }
 
 func main() {
@@ -62,17 +74,71 @@ func run(in, out string) error {
 			ok = append(ok, r)
 		}
 	}
-	if len(ok) == 0 {
+	var churnOK []churnResult
+	for _, r := range rep.Churn {
+		if r.Error == "" {
+			churnOK = append(churnOK, r)
+		}
+	}
+	if len(ok) == 0 && len(churnOK) == 0 {
 		return fmt.Errorf("%s: no successful runs", in)
 	}
-	if err := latency(ok, filepath.Join(out, "latency.png")); err != nil {
-		return err
+	var wrote []string
+	if len(ok) > 0 {
+		if err := latency(ok, filepath.Join(out, "latency.png")); err != nil {
+			return err
+		}
+		if err := scaling(ok, filepath.Join(out, "scaling.png")); err != nil {
+			return err
+		}
+		wrote = append(wrote, filepath.Join(out, "latency.png"), filepath.Join(out, "scaling.png"))
 	}
-	if err := scaling(ok, filepath.Join(out, "scaling.png")); err != nil {
-		return err
+	if len(churnOK) > 0 {
+		if err := churn(churnOK, filepath.Join(out, "churn.png")); err != nil {
+			return err
+		}
+		wrote = append(wrote, filepath.Join(out, "churn.png"))
 	}
-	fmt.Printf("wrote %s and %s\n", filepath.Join(out, "latency.png"), filepath.Join(out, "scaling.png"))
+	fmt.Printf("wrote %s\n", strings.Join(wrote, ", "))
 	return nil
+}
+
+// churn draws CPU per pod replacement as one bar per implementation, on a
+// linear axis so that the bars' lengths compare as the costs do, labelled
+// with the value and the processes started per replacement.
+func churn(rs []churnResult, path string) error {
+	p := plot.New()
+	p.Title.Text = "Pod churn with a NetworkPolicy: CPU per pod replacement"
+	p.Y.Label.Text = "CPU ms per replacement"
+	vals := make(plotter.Values, len(rs))
+	var names []string
+	var labels []string
+	var pts plotter.XYs
+	for i, r := range rs {
+		vals[i] = r.CPUPerReplacement * 1000
+		names = append(names, r.Impl)
+		labels = append(labels, fmt.Sprintf("%.1f ms, %.1f processes", r.CPUPerReplacement*1000, r.ProcessesPerReplacement))
+		pts = append(pts, plotter.XY{X: float64(i), Y: vals[i]})
+	}
+	bars, err := plotter.NewBarChart(vals, vg.Points(40))
+	if err != nil {
+		return err
+	}
+	bars.Color = plotutil.Color(0)
+	p.Add(bars)
+	l, err := plotter.NewLabels(plotter.XYLabels{XYs: pts, Labels: labels})
+	if err != nil {
+		return err
+	}
+	for i := range l.TextStyle {
+		l.TextStyle[i].XAlign = draw.XCenter
+		l.Offset.Y = vg.Points(4)
+	}
+	p.Add(l)
+	p.NominalX(names...)
+	p.Y.Max *= 1.15 // room for the labels
+	p.Add(plotter.NewGrid())
+	return p.Save(6*vg.Inch, 4*vg.Inch, path)
 }
 
 func impls(rs []result) []string {
