@@ -178,7 +178,7 @@ func run(o options) error {
 	if err := bed.ApplyRBAC(ctx, nil); err != nil {
 		return err
 	}
-	rep := Report{Machine: machine(), Command: strings.Join(append([]string{filepath.Base(os.Args[0])}, os.Args[1:]...), " "), Started: time.Now().UTC().Format(time.RFC3339)}
+	rep := Report{Machine: machine(), Command: makeCommand(), Started: time.Now().UTC().Format(time.RFC3339)}
 	// The churn first, while the API server holds only its objects.
 	for i, im := range churnImpls {
 		n := bed.Nodes[svcNodes+i]
@@ -559,4 +559,21 @@ func drawPlots(o options) error {
 		return fmt.Errorf("plots: %w", err)
 	}
 	return nil
+}
+
+// makeCommand is the make command that repeats this run: the flags given,
+// without the ones naming this machine's files (cache, binary, output).
+func makeCommand() string {
+	var set []string
+	flag.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "cache", "nfrouter", "repo", "out":
+		default:
+			set = append(set, "-"+f.Name+"="+f.Value.String())
+		}
+	})
+	if len(set) == 0 {
+		return "make bench-compare"
+	}
+	return fmt.Sprintf("make bench-compare BENCH_COMPARE_FLAGS=%q", strings.Join(set, " "))
 }
