@@ -184,6 +184,7 @@ func newClient(o *options) (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("kubernetes client config: %w", err)
 	}
 	cfg.UserAgent = "nfrouter/" + version
+	cfg.DisableCompression = o.disableCompression
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)

@@ -13,10 +13,11 @@ import (
 // options are the command-line flags. Names follow kube-router's where the
 // meaning is the same, so that a kube-router DaemonSet's arguments carry over.
 type options struct {
-	kubeconfig       string
-	master           string
-	manifests        string
-	hostnameOverride string
+	kubeconfig         string
+	master             string
+	disableCompression bool
+	manifests          string
+	hostnameOverride   string
 
 	runFirewall     bool
 	runServiceProxy bool
@@ -67,6 +68,7 @@ func parseOptions(args []string) (*options, error) {
 
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig file; in-cluster configuration when neither this nor --master is given.")
 	fs.StringVar(&o.master, "master", "", "Address of the Kubernetes API server (overrides the kubeconfig's; in a pod without --kubeconfig, the in-cluster address, keeping the service account's credentials).")
+	fs.BoolVar(&o.disableCompression, "disable-compression", true, "Ask the API server for uncompressed responses (kubectl's flag): on a cluster network, gzip on every watch event costs the API server and each node CPU for little; set false for an API server across a slow link.")
 	fs.StringVar(&o.manifests, "manifests", "", "Read objects from this YAML/JSON file or directory instead of an API server.")
 	fs.StringVar(&o.hostnameOverride, "hostname-override", "", "This node's name; defaults to $NODE_NAME, then the host name.")
 
