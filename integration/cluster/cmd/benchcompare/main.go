@@ -61,7 +61,7 @@ func main() {
 	flag.StringVar(&o.scenarios, "scenarios", "services,churn", "scenarios to run: services (ClusterIPs against kube-proxy), churn (the field report's pod churn with a NetworkPolicy against kube-router)")
 	flag.StringVar(&o.churnImpls, "churn-impls", "nfrouter,kube-router", "implementations in the churn scenario: nfrouter (deploy/'s settings), kube-router")
 	flag.IntVar(&o.replacements, "replacements", 20, "pod replacements measured per implementation in the churn scenario")
-	flag.IntVar(&o.replicas, "replicas", 10, "web pods in the churn scenario, all on its node (the demo runs 10 on two nodes)")
+	flag.IntVar(&o.replicas, "replicas", 100, "web pods in the churn scenario, all on its node (the field report: a headless service over ~100 churning pods)")
 	flag.BoolVar(&o.plots, "plots", true, "draw PNG plots with integration/cluster/tools/plot")
 	flag.Parse()
 	if err := run(o); err != nil {
