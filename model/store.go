@@ -247,10 +247,10 @@ func (s *Store) Snapshot() (*State, *Changes) {
 	return st, &c
 }
 
-func dropReverted[K comparable, V equaler[V]](keys KeySet[K], before, after map[K]V) {
+func dropReverted[K comparable, V equaler[V]](keys KeySet[K], before, after Map[K, V]) {
 	for k := range keys {
-		b, inBefore := before[k]
-		a, inAfter := after[k]
+		b, inBefore := before.Lookup(k)
+		a, inAfter := after.Lookup(k)
 		if inBefore == inAfter && (!inAfter || b.Equal(a)) {
 			delete(keys, k)
 		}
