@@ -20,7 +20,6 @@ import (
 // endpoints each (unique addresses in 10.128.0.0/9), on other nodes.
 func genServices(n, k int) *model.State {
 	st := &model.State{
-
 		Nodes: model.MapOf(map[string]*model.Node{"node-a": {Name: "node-a", InternalIPs: modeltest.Addrs("192.168.1.10"),
 			PodCIDRs: prefixesOf("10.0.0.0/8")}})}
 	for i := range n {
@@ -101,13 +100,7 @@ func BenchmarkServiceProxyColdStart(b *testing.B) {
 func BenchmarkServiceProxyEndpointChange(b *testing.B) {
 	kerneltest.RequireRoot(b)
 	st := genServices(10000, 10)
-	keys := slices.SortedFunc(func(yield func(model.ServicePortKey) bool) {
-		for k := range st.ServicePorts.All() {
-			if !yield(k) {
-				return
-			}
-		}
-	}, func(a, b model.ServicePortKey) int { return strings.Compare(a.Name, b.Name) })
+	keys := slices.SortedFunc(st.ServicePorts.Keys(), func(a, b model.ServicePortKey) int { return strings.Compare(a.Name, b.Name) })
 	ns := kerneltest.NewNetNS(b)
 	heapBefore := heapInUse()
 	b.Logf("heap with the model only: %.1f MiB", float64(heapBefore)/(1<<20))
