@@ -99,14 +99,14 @@ func (a *Advertiser) Update(state *model.State, changes *model.Changes) (AdvertD
 	}
 
 	var pods []netip.Prefix
-	if n := state.Nodes[a.node]; n != nil && a.flags.PodCIDR {
+	if n := state.Nodes.Get(a.node); n != nil && a.flags.PodCIDR {
 		pods = dedupPrefixes(n.PodCIDRs)
 	}
 	set(advertSource{pods: true}, pods)
 
 	keys := map[model.ServicePortKey]bool{}
 	if changes.Full {
-		for k := range state.ServicePorts {
+		for k := range state.ServicePorts.All() {
 			keys[k] = true
 		}
 		for src := range a.bySource {
@@ -123,7 +123,7 @@ func (a *Advertiser) Update(state *model.State, changes *model.Changes) (AdvertD
 		}
 	}
 	for k := range keys {
-		want, p := servicePrefixes(a.node, a.flags, state.ServicePorts[k], state.Endpoints[k])
+		want, p := servicePrefixes(a.node, a.flags, state.ServicePorts.Get(k), state.Endpoints.Get(k))
 		problems = append(problems, p...)
 		set(advertSource{port: k}, want)
 	}

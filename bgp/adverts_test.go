@@ -90,7 +90,7 @@ func TestAdvertiserIsIncremental(t *testing.T) {
 	webHTTPS := svcPort("web", func(sp *model.ServicePort) { sp.Key.Port = "https" }) // shares web's VIP
 	state := &model.State{
 		Nodes:        nodes(node("n1", "10.0.0.1", nil, "10.244.1.0/24")),
-		ServicePorts: map[model.ServicePortKey]*model.ServicePort{web.Key: web, api.Key: api, webHTTPS.Key: webHTTPS},
+		ServicePorts: model.MapOf(map[model.ServicePortKey]*model.ServicePort{web.Key: web, api.Key: api, webHTTPS.Key: webHTTPS}),
 	}
 	step := func(name string, changes *model.Changes, want string) {
 		t.Helper()
@@ -104,28 +104,28 @@ func TestAdvertiserIsIncremental(t *testing.T) {
 
 	// One service changes: only its path moves; the unchanged key set is not read.
 	api2 := svcPort("api", func(sp *model.ServicePort) { sp.ClusterIPs = addrs("10.96.0.21") })
-	state.ServicePorts = map[model.ServicePortKey]*model.ServicePort{web.Key: web, api.Key: api2, webHTTPS.Key: webHTTPS}
+	state.ServicePorts = model.MapOf(map[model.ServicePortKey]*model.ServicePort{web.Key: web, api.Key: api2, webHTTPS.Key: webHTTPS})
 	var ch model.Changes
 	ch.ServicePorts.Add(api.Key)
 	step("api moved", &ch, "+[10.96.0.21/32] -[10.96.0.20/32]")
 
 	// One of two ports sharing a VIP goes: the path stays.
-	delete(state.ServicePorts, webHTTPS.Key)
+	state.ServicePorts = state.ServicePorts.Without(webHTTPS.Key)
 	ch = model.Changes{}
 	ch.ServicePorts.Add(webHTTPS.Key)
 	step("shared VIP kept", &ch, "+[] -[]")
-	delete(state.ServicePorts, web.Key)
+	state.ServicePorts = state.ServicePorts.Without(web.Key)
 	ch = model.Changes{}
 	ch.ServicePorts.Add(web.Key)
 	step("last port gone", &ch, "+[] -[10.96.0.10/32]")
 
 	// Endpoints of a Local service decide; an Endpoints change alone is enough.
 	local := svcPort("loc", func(sp *model.ServicePort) { sp.ClusterIPs = addrs("10.96.0.30"); sp.InternalTrafficLocal = true })
-	state.ServicePorts[local.Key] = local
+	state.ServicePorts = state.ServicePorts.With(local.Key, local)
 	ch = model.Changes{}
 	ch.ServicePorts.Add(local.Key)
 	step("local, no endpoint", &ch, "+[] -[]")
-	state.Endpoints = map[model.ServicePortKey]model.Endpoints{local.Key: localEndpoint("n1")}
+	state.Endpoints = model.MapOf(map[model.ServicePortKey]model.Endpoints{local.Key: localEndpoint("n1")})
 	ch = model.Changes{}
 	ch.Endpoints.Add(local.Key)
 	step("local endpoint arrives", &ch, "+[10.96.0.30/32] -[]")
@@ -156,8 +156,7 @@ func TestIgnoreFollowsIncrementalUpdates(t *testing.T) {
 	pick := func(pool ...string) []netip.Addr { return addrs(pool[rnd.IntN(len(pool))]) }
 	random := func() *model.State {
 		// A pod CIDR may be a VIP's /32 too, so that both sources share prefixes.
-		st := &model.State{Nodes: nodes(node("n1", "10.0.0.1", nil, []string{"10.244.1.0/24", "10.96.0.1/32"}[rnd.IntN(2)])),
-			ServicePorts: map[model.ServicePortKey]*model.ServicePort{}, Endpoints: map[model.ServicePortKey]model.Endpoints{}}
+		st := &model.State{Nodes: nodes(node("n1", "10.0.0.1", nil, []string{"10.244.1.0/24", "10.96.0.1/32"}[rnd.IntN(2)]))}
 		for _, name := range []string{"a", "b", "c"} {
 			if rnd.IntN(4) == 0 {
 				continue
@@ -167,9 +166,9 @@ func TestIgnoreFollowsIncrementalUpdates(t *testing.T) {
 				sp.ExternalIPs, sp.LoadBalancerIPs = pick("203.0.113.1", "10.96.0.2"), nil
 				sp.InternalTrafficLocal = rnd.IntN(2) == 0
 			})
-			st.ServicePorts[sp.Key] = sp
+			st.ServicePorts = st.ServicePorts.With(sp.Key, sp)
 			if rnd.IntN(2) == 0 {
-				st.Endpoints[sp.Key] = localEndpoint("n1")
+				st.Endpoints = st.Endpoints.With(sp.Key, localEndpoint("n1"))
 			}
 		}
 		return st

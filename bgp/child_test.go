@@ -56,16 +56,15 @@ type childEndpoints struct {
 }
 
 func (s childState) model() *model.State {
-	st := &model.State{Nodes: map[string]*model.Node{}, ServicePorts: map[model.ServicePortKey]*model.ServicePort{},
-		Endpoints: map[model.ServicePortKey]model.Endpoints{}}
+	st := &model.State{}
 	for _, n := range s.Nodes {
-		st.Nodes[n.Name] = n
+		st.Nodes = st.Nodes.With(n.Name, n)
 	}
 	for _, sp := range s.Services {
-		st.ServicePorts[sp.Key] = sp
+		st.ServicePorts = st.ServicePorts.With(sp.Key, sp)
 	}
 	for _, e := range s.Endpoints {
-		st.Endpoints[e.Key] = e.Endpoints
+		st.Endpoints = st.Endpoints.With(e.Key, e.Endpoints)
 	}
 	return st
 }

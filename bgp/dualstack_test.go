@@ -76,7 +76,7 @@ func TestPlanPeersDualStack(t *testing.T) {
 	tests := []struct {
 		name      string
 		cfg       func(*Config)
-		nodes     map[string]*model.Node
+		nodes     model.Map[string, *model.Node]
 		want      string
 		nodeAddrs string
 	}{
@@ -128,7 +128,7 @@ func TestPlanPeersDualStack(t *testing.T) {
 	// Of every two nodes exactly one dials, in each family.
 	cluster := nodes(ds(1), ds(2), ds(3))
 	plans := map[string]PeerPlan{}
-	for name := range cluster {
+	for name := range cluster.All() {
 		plan, err := PlanPeers(testConfig(name), cluster)
 		if err != nil {
 			t.Fatal(err)

@@ -70,8 +70,8 @@ type PeerPlan struct {
 //
 // Only this node's malformed annotations are reported (every node reports its
 // own); a malformed annotation of another node makes it count as unannotated.
-func PlanPeers(cfg *Config, nodes map[string]*model.Node) (PeerPlan, error) {
-	local := nodes[cfg.NodeName]
+func PlanPeers(cfg *Config, nodes model.Map[string, *model.Node]) (PeerPlan, error) {
+	local := nodes.Get(cfg.NodeName)
 	if local == nil {
 		return PeerPlan{}, fmt.Errorf("plan peers: node %s not known yet", cfg.NodeName)
 	}
@@ -96,16 +96,12 @@ func PlanPeers(cfg *Config, nodes map[string]*model.Node) (PeerPlan, error) {
 	}
 	localServer, localClient := ls.rrServer != "", ls.rrClient != "" && ls.rrServer == ""
 
-	names := make([]string, 0, len(nodes))
-	for name := range nodes {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(nodes.Keys())
 	for _, name := range names {
 		if name == cfg.NodeName {
 			continue
 		}
-		n := nodes[name]
+		n := nodes.Get(name)
 		addrs := AddrsOf(n)
 		for _, addr := range addrs.List() {
 			if !plan.Local.Has(addr) {

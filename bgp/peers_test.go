@@ -16,10 +16,10 @@ func node(name, ip string, ann map[string]string, cidrs ...string) *model.Node {
 	return n
 }
 
-func nodes(ns ...*model.Node) map[string]*model.Node {
-	m := map[string]*model.Node{}
+func nodes(ns ...*model.Node) model.Map[string, *model.Node] {
+	var m model.Map[string, *model.Node]
 	for _, n := range ns {
-		m[n.Name] = n
+		m = m.With(n.Name, n)
 	}
 	return m
 }
@@ -61,7 +61,7 @@ func TestPlanPeers(t *testing.T) {
 	tests := []struct {
 		name     string
 		cfg      func(*Config)
-		nodes    map[string]*model.Node
+		nodes    model.Map[string, *model.Node]
 		want     string
 		asn      uint32
 		problems int
@@ -183,7 +183,7 @@ func TestPlanPeersRouterID(t *testing.T) {
 func TestPlanPeersOneSideDials(t *testing.T) {
 	cluster := nodes(node("n1", "10.0.0.1", nil), node("n2", "10.0.0.2", nil), node("n3", "10.0.0.3", nil))
 	plans := map[string]PeerPlan{}
-	for name := range cluster {
+	for name := range cluster.All() {
 		plan, err := PlanPeers(testConfig(name), cluster)
 		if err != nil {
 			t.Fatal(err)

@@ -64,10 +64,10 @@ func (c *clusterPrefixes) update(state *model.State, changes *model.Changes) (ad
 				ports[k] = true
 			}
 		}
-		for k := range state.Nodes {
+		for k := range state.Nodes.All() {
 			nodes[k] = true
 		}
-		for k := range state.ServicePorts {
+		for k := range state.ServicePorts.All() {
 			ports[k] = true
 		}
 	} else {
@@ -80,14 +80,14 @@ func (c *clusterPrefixes) update(state *model.State, changes *model.Changes) (ad
 	}
 	for name := range nodes {
 		var want []netip.Prefix
-		if n := state.Nodes[name]; n != nil {
+		if n := state.Nodes.Get(name); n != nil {
 			want = dedupPrefixes(n.PodCIDRs)
 		}
 		set(name, want, false)
 	}
 	for k := range ports {
 		var want []netip.Prefix
-		if sp := state.ServicePorts[k]; sp != nil {
+		if sp := state.ServicePorts.Get(k); sp != nil {
 			for _, list := range [][]netip.Addr{sp.ClusterIPs, sp.ExternalIPs, sp.LoadBalancerIPs} {
 				for _, a := range list {
 					want = append(want, netip.PrefixFrom(a, a.BitLen()))

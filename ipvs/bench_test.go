@@ -3,7 +3,6 @@ package ipvs
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net/netip"
 	"slices"
 	"testing"
@@ -71,9 +70,9 @@ func benchEndpointChange(b *testing.B, p syncer) {
 		b.StopTimer()
 		k := model.ServicePortKey{Namespace: "bench", Name: fmt.Sprintf("svc-%d", (i/2)%benchServices), Protocol: model.TCP}
 		next := *st
-		next.Endpoints = maps.Clone(st.Endpoints)
+		next.Endpoints = st.Endpoints
 		if i%2 == 0 { // remove the first endpoint; the next iteration adds it back
-			next.Endpoints[k] = st.Endpoints[k][1:]
+			next.Endpoints = next.Endpoints.With(k, st.Endpoints.Get(k)[1:])
 		}
 		c := &model.Changes{}
 		c.Endpoints.Add(k)

@@ -204,14 +204,14 @@ func (n *NAT) warnNoClusterCIDRs(ctx context.Context, state *model.State) {
 // elemsOf returns the elements service port k contributes in state, sorted
 // and without duplicates.
 func (n *NAT) elemsOf(k model.ServicePortKey, state *model.State) []natElem {
-	sp := state.ServicePorts[k]
+	sp := state.ServicePorts.Get(k)
 	if sp == nil {
 		return nil
 	}
-	eps := state.Endpoints[k]
+	eps := state.Endpoints.Get(k)
 	var out []natElem
 	var lbFams [2]bool
-	for _, vs := range planServicePort(sp, eps, state.Nodes[n.cfg.NodeName], n.cfg.PlanConfig, defaultSched) {
+	for _, vs := range planServicePort(sp, eps, state.Nodes.Get(n.cfg.NodeName), n.cfg.PlanConfig, defaultSched) {
 		v6 := vs.Addr.Is6()
 		if vs.Kind == KindLoadBalancer {
 			lbFams[famOf(vs.Addr)] = true
@@ -245,12 +245,12 @@ func (n *NAT) elemsOf(k model.ServicePortKey, state *model.State) []natElem {
 // firewallOf returns the drop rules of service port k's restricted
 // load-balancer IPs, sorted.
 func (n *NAT) firewallOf(k model.ServicePortKey, state *model.State) []fwRule {
-	sp := state.ServicePorts[k]
+	sp := state.ServicePorts.Get(k)
 	if sp == nil || len(sp.LoadBalancerSourceRanges) == 0 {
 		return nil
 	}
 	var out []fwRule
-	for _, vs := range planServicePort(sp, state.Endpoints[k], state.Nodes[n.cfg.NodeName], n.cfg.PlanConfig, defaultSched) {
+	for _, vs := range planServicePort(sp, state.Endpoints.Get(k), state.Nodes.Get(n.cfg.NodeName), n.cfg.PlanConfig, defaultSched) {
 		if vs.Kind == KindLoadBalancer {
 			out = append(out, fwRule{vs.VSKey, sourcesSet(k, vs.Addr.Is6())})
 		}

@@ -3,6 +3,7 @@ package ipvs
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -115,7 +116,7 @@ func TestNATChangeTouchesOnlyItsElements(t *testing.T) {
 	step("endpoint of a hairpin service", next2, changesOf(nil, []model.ServicePortKey{pin.Key}), []string{hairpinSet(false)})
 
 	other := svc("default", "other", 81, clusterIPs("10.96.0.12"))
-	next3 := modeltest.NewState(natNodes(), []*model.ServicePort{web, pin, other}, next2.Endpoints)
+	next3 := modeltest.NewState(natNodes(), []*model.ServicePort{web, pin, other}, maps.Collect(next2.Endpoints.All()))
 	step("new service", next3, changesOf([]model.ServicePortKey{other.Key}, nil), []string{servicesSet(false), vipsSet(false)})
 }
 

@@ -86,7 +86,7 @@ func (p *Planner) Update(state *model.State, changes *model.Changes) *Result {
 func affectedPorts[V any](state *model.State, changes *model.Changes, nodeName string, planned map[model.ServicePortKey]V) []model.ServicePortKey {
 	set := map[model.ServicePortKey]struct{}{}
 	if changes == nil || changes.Full {
-		for k := range state.ServicePorts {
+		for k := range state.ServicePorts.All() {
 			set[k] = struct{}{}
 		}
 		for k := range planned {
@@ -96,7 +96,7 @@ func affectedPorts[V any](state *model.State, changes *model.Changes, nodeName s
 		maps.Copy(set, changes.ServicePorts)
 		maps.Copy(set, changes.Endpoints)
 		if changes.Nodes.Has(nodeName) {
-			for k := range state.ServicePorts {
+			for k := range state.ServicePorts.All() {
 				set[k] = struct{}{}
 			}
 		}
@@ -135,9 +135,9 @@ type updater struct {
 // because k let go of a key they want.
 func (u *updater) replan(k model.ServicePortKey) []model.ServicePortKey {
 	p := u.p
-	sp := u.state.ServicePorts[k]
+	sp := u.state.ServicePorts.Get(k)
 	sc, problem := u.schedFor(k, sp)
-	planned := planServicePort(sp, u.state.Endpoints[k], u.state.Nodes[p.cfg.NodeName], p.cfg, sc)
+	planned := planServicePort(sp, u.state.Endpoints.Get(k), u.state.Nodes.Get(p.cfg.NodeName), p.cfg, sc)
 
 	var wakeup []model.ServicePortKey
 	want := make(map[VSKey]bool, len(planned))

@@ -39,7 +39,7 @@ func TestOneEndpointChangeTouchesOneService(t *testing.T) {
 
 	k := ports[7].Key
 	st2 := newState(testNode, ports, eps)
-	st2.Endpoints[k] = append(slices.Clone(eps[k]), ep("10.1.9.9:8080", "rs"))
+	st2.Endpoints = st2.Endpoints.With(k, append(slices.Clone(eps[k]), ep("10.1.9.9:8080", "rs")))
 	res := p.Update(st2, changesOf(nil, []model.ServicePortKey{k}))
 	want := []VSKey{{Addr: addrs("10.96.0.8")[0], Proto: model.TCP, Port: 80}}
 	if !slices.Equal(res.Changed, want) || len(res.VIPsAdded)+len(res.VIPsRemoved) != 0 {

@@ -271,7 +271,7 @@ func TestUDPAndSCTPDestinationsGoAtOnce(t *testing.T) {
 	vs := VSKey{Addr: netip.MustParseAddr("10.96.0.53"), Proto: model.UDP, Port: 53}
 	fp.kernel.setConnections(vs, Dest{Addr: netip.MustParseAddr("10.1.0.5"), Port: 53}, 3, 4)
 	next := shapesState(webEps)
-	next.Endpoints[dnsKey] = model.Endpoints{ep("10.1.0.6:53@node-b", "rs")}
+	next.Endpoints = next.Endpoints.With(dnsKey, model.Endpoints{ep("10.1.0.6:53@node-b", "rs")})
 	s := fp.sync(t, next, changesOf(nil, []model.ServicePortKey{dnsKey}))
 	fp.check(t, nil)
 	if s.Draining != 0 || s.Ops["remove_destination"] != 1 {

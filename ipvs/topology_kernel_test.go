@@ -59,7 +59,7 @@ func TestKernelTopology(t *testing.T) {
 	}
 	gone := slices.Clone(all)
 	gone[0].Ready = false
-	st.Endpoints[web.Key] = gone
+	st.Endpoints = st.Endpoints.With(web.Key, gone)
 	mustNoErr(t, kp.Sync(ctx, st, changesOf(nil, []model.ServicePortKey{web.Key})), "sync IPVS")
 	if got := answers(6); !maps.Equal(got, map[string]bool{"b1": true, "b2": true}) {
 		t.Errorf("zone a has no endpoint: answered by %v, want b1 and b2", slices.Sorted(maps.Keys(got)))

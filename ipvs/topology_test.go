@@ -55,18 +55,18 @@ func TestTopologyPicksDestinations(t *testing.T) {
 
 	gone := slices.Clone(eps)
 	gone[0].Ready, gone[2].Ready = false, false
-	st.Endpoints[web.Key] = gone
+	st.Endpoints = st.Endpoints.With(web.Key, gone)
 	ch := &model.Changes{}
 	ch.Endpoints.Add(web.Key)
 	p.Update(st, ch)
 	check("no ready endpoint in zone a", webIP, "10.1.1.3:8080")
 	check("no ready endpoint in zone a", webNodePort, "10.1.1.3:8080")
-	st.Endpoints[web.Key] = eps
+	st.Endpoints = st.Endpoints.With(web.Key, eps)
 	p.Update(st, ch)
 
 	moved := *node
 	moved.Zone = "b"
-	st.Nodes[thisNode] = &moved
+	st.Nodes = st.Nodes.With(thisNode, &moved)
 	ch = &model.Changes{}
 	ch.Nodes.Add(thisNode)
 	p.Update(st, ch)

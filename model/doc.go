@@ -15,8 +15,13 @@
 // Store is the one mutable holder. Watchers write converted values into it, and
 // each sync takes a Snapshot: a State, which nobody mutates afterwards, and the
 // Changes since the previous snapshot, keyed per kind, so a backend can do work
-// proportional to what changed. Snapshots are copy-on-write per kind, so a kind
-// that did not change costs nothing to snapshot.
+// proportional to what changed. A State holds each kind in a Map, read-only
+// (Get, Lookup, Len, All). Snapshots are copy-on-write: a Map's entries are
+// spread over 256 shards by key hash, and the first write after a snapshot
+// copies the table of shards and the one shard it touches, so a kind that did
+// not change costs nothing to snapshot and a change costs the same at 100 or
+// 100,000 services (a copy of the kind's whole map, at 10,000 services, was
+// ~1.4 MB of garbage and most of the agent's CPU per endpoint change).
 //
 // # Topology
 //

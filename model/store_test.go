@@ -25,8 +25,8 @@ func TestStoreReportsOnlyRealChanges(t *testing.T) {
 	if !changes.Pods.Has(key) || changes.Len() != 1 || changes.Since.IsZero() {
 		t.Errorf("changes = %+v, want just %v", changes, key)
 	}
-	if len(state.Pods) != 1 {
-		t.Errorf("state has %d pods", len(state.Pods))
+	if state.Pods.Len() != 1 {
+		t.Errorf("state has %d pods", state.Pods.Len())
 	}
 	if _, c := s.Snapshot(); !c.Empty() || !c.Since.IsZero() {
 		t.Errorf("second snapshot has changes %+v", c)
@@ -44,8 +44,8 @@ func TestSnapshotsAreImmutableAndRevertsAreDropped(t *testing.T) {
 
 	s.SetPod(a, pod("a", "10.0.0.2", nil))
 	s.SetPod(PodKey{"ns", "b"}, pod("b", "10.0.0.3", nil))
-	if got := first.Pods[a].IPs[0].String(); got != "10.0.0.1" || len(first.Pods) != 1 {
-		t.Fatalf("an earlier snapshot changed: %s, %d pods", got, len(first.Pods))
+	if got := first.Pods.Get(a).IPs[0].String(); got != "10.0.0.1" || first.Pods.Len() != 1 {
+		t.Fatalf("an earlier snapshot changed: %s, %d pods", got, first.Pods.Len())
 	}
 	// Undo both changes before the next snapshot: nothing is left to sync.
 	s.SetPod(a, pod("a", "10.0.0.1", nil))
@@ -77,7 +77,7 @@ func TestEndpointsJoinSlicesOfProxiedServicesOnly(t *testing.T) {
 		t.Fatal("second slice was not a change")
 	}
 	state, c := s.Snapshot()
-	eps := state.Endpoints[port.Key]
+	eps := state.Endpoints.Get(port.Key)
 	if len(eps) != 2 || eps[0].Addr.String() != "10.0.0.1" || !eps[1].Ready || eps[1].Port != 8080 {
 		t.Errorf("endpoints = %+v, want 10.0.0.1 and a ready 10.0.0.2 on 8080", eps)
 	}
@@ -90,7 +90,7 @@ func TestEndpointsJoinSlicesOfProxiedServicesOnly(t *testing.T) {
 		t.Fatal("removing the service was not a change")
 	}
 	state, c = s.Snapshot()
-	if len(state.ServicePorts) != 0 || len(state.Endpoints) != 0 || !c.Endpoints.Has(port.Key) {
+	if state.ServicePorts.Len() != 0 || state.Endpoints.Len() != 0 || !c.Endpoints.Has(port.Key) {
 		t.Errorf("after removal: state %+v changes %+v", state, c)
 	}
 	if s.SetEndpointSlice(SliceKey{"ns", "web-a"}, nil) {
@@ -122,12 +122,12 @@ func TestRandomTransitions(t *testing.T) {
 			want[key] = p
 		}
 		state, c := s.Snapshot()
-		if len(state.Pods) != len(want) {
-			t.Fatalf("round %d: %d pods, want %d", round, len(state.Pods), len(want))
+		if state.Pods.Len() != len(want) {
+			t.Fatalf("round %d: %d pods, want %d", round, state.Pods.Len(), len(want))
 		}
 		for k, p := range want {
-			if !state.Pods[k].Equal(p) {
-				t.Fatalf("round %d: pod %v = %+v, want %+v", round, k, state.Pods[k], p)
+			if !state.Pods.Get(k).Equal(p) {
+				t.Fatalf("round %d: pod %v = %+v, want %+v", round, k, state.Pods.Get(k), p)
 			}
 		}
 		for _, k := range []string{"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9"} {

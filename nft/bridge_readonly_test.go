@@ -74,7 +74,7 @@ metadata: {name: deny, namespace: x}
 spec: {podSelector: {}, policyTypes: [Ingress]}`)); err != nil {
 		t.Fatal(err)
 	}
-	st.Namespaces["x"] = &model.Namespace{Name: "x"}
+	st.Namespaces = st.Namespaces.With("x", &model.Namespace{Name: "x"})
 
 	for _, tc := range []struct {
 		name      string

@@ -33,14 +33,14 @@ func TestKernelBridge(t *testing.T) {
 	names := []string{"x/a", "x/b", "x/c", "y/a"}
 	for i, key := range names {
 		ns, name, _ := strings.Cut(key, "/")
-		st.Namespaces[ns] = &model.Namespace{Name: ns, Labels: map[string]string{"kubernetes.io/metadata.name": ns}}
+		st.Namespaces = st.Namespaces.With(ns, &model.Namespace{Name: ns, Labels: map[string]string{"kubernetes.io/metadata.name": ns}})
 		ips := []netip.Addr{netip.AddrFrom4([4]byte{10, 244, 1, byte(10 + i)}), netip.AddrFrom16([16]byte{0: 0xfd, 3: 1, 15: byte(10 + i)})}
 		p := node.AddPod(key, ips...)
 		p.Serve(t, "tcp", 80)
 		p.Serve(t, "udp", 80)
 		pods[key] = p
-		st.Pods[model.PodKey{Namespace: ns, Name: name}] = &model.Pod{Namespace: ns, Name: name, Node: "node-a", IPs: ips,
-			Labels: map[string]string{"pod": name}}
+		st.Pods = st.Pods.With(model.PodKey{Namespace: ns, Name: name}, &model.Pod{Namespace: ns, Name: name, Node: "node-a", IPs: ips,
+			Labels: map[string]string{"pod": name}})
 	}
 	if err := st.Apply([]byte(`
 kind: NetworkPolicy

@@ -45,8 +45,8 @@ func TestKernelPodEgress(t *testing.T) {
 		PodCIDRs: prefixesOf("10.244.0.0/24", "fd00:244::/64")}
 	nodeB := &model.Node{Name: "node-b", InternalIPs: modeltest.Addrs("192.168.1.11", "fd00:1::11"),
 		PodCIDRs: prefixesOf("10.244.1.0/24", "fd00:244:0:1::/64")}
-	both := &model.State{Nodes: map[string]*model.Node{"node-a": nodeA, "node-b": nodeB}}
-	onlyA := &model.State{Nodes: map[string]*model.Node{"node-a": nodeA}}
+	both := &model.State{Nodes: model.MapOf(map[string]*model.Node{"node-a": nodeA, "node-b": nodeB})}
+	onlyA := &model.State{Nodes: model.MapOf(map[string]*model.Node{"node-a": nodeA})}
 
 	type check struct {
 		what      string

@@ -151,9 +151,9 @@ spec:
 func (bed *pathsBed) relabel(t *testing.T, k model.PodKey, labels map[string]string) {
 	t.Helper()
 	next := bed.st.Clone()
-	pod := *next.Pods[k]
+	pod := *next.Pods.Get(k)
 	pod.Labels = labels
-	next.Pods[k] = &pod
+	next.Pods = next.Pods.With(k, &pod)
 	bed.st = next
 	ch := &model.Changes{}
 	ch.Pods.Add(k)

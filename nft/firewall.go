@@ -229,7 +229,7 @@ func sysctlName(path string) string {
 // fails closed, once per distinct error.
 func (f *Firewall) reportPolicies(ctx context.Context, state *model.State, keys []model.PolicyKey) {
 	for _, k := range keys {
-		pol := state.Policies[k]
+		pol := state.Policies.Get(k)
 		if pol == nil || pol.Err == "" {
 			if _, ok := f.reported[k]; ok && pol != nil {
 				f.log.InfoContext(ctx, "network policy compiles again", "policy", k.String())

@@ -66,10 +66,10 @@ func newNATCluster(t *testing.T) *natCluster {
 	backend := model.Endpoints{{Addr: netip.MustParseAddr("10.244.0.3"), Port: 8080, Node: "node-a",
 		EndpointConditions: model.EndpointConditions{Ready: true, Serving: true}}}
 	c.state = &model.State{
-		ServicePorts: map[model.ServicePortKey]*model.ServicePort{web.Key: web, alt.Key: &alt, pin.Key: pin},
-		Endpoints:    map[model.ServicePortKey]model.Endpoints{web.Key: backend, pin.Key: backend},
-		Nodes: map[string]*model.Node{"node-a": {Name: "node-a", InternalIPs: modeltest.Addrs("198.51.100.1"),
-			PodCIDRs: prefixesOf("10.244.0.0/24")}},
+		ServicePorts: model.MapOf(map[model.ServicePortKey]*model.ServicePort{web.Key: web, alt.Key: &alt, pin.Key: pin}),
+		Endpoints:    model.MapOf(map[model.ServicePortKey]model.Endpoints{web.Key: backend, pin.Key: backend}),
+		Nodes: model.MapOf(map[string]*model.Node{"node-a": {Name: "node-a", InternalIPs: modeltest.Addrs("198.51.100.1"),
+			PodCIDRs: prefixesOf("10.244.0.0/24")}}),
 	}
 	return c
 }
@@ -166,11 +166,11 @@ func TestKernelIPVSNATHairpin(t *testing.T) {
 	}
 	annotated := c.state
 	plain := *annotated
-	plain.ServicePorts = map[model.ServicePortKey]*model.ServicePort{}
-	for k, sp := range annotated.ServicePorts {
+	plain.ServicePorts = model.Map[model.ServicePortKey, *model.ServicePort]{}
+	for k, sp := range annotated.ServicePorts.All() {
 		cp := *sp
 		cp.Options.Hairpin = false
-		plain.ServicePorts[k] = &cp
+		plain.ServicePorts = plain.ServicePorts.With(k, &cp)
 	}
 
 	c.state = &plain

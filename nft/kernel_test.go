@@ -23,11 +23,11 @@ func loadCase(t testing.TB, name string) fixture.State {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range c.Policies {
-		s.Policies[k] = v
+	for k, v := range c.Policies.All() {
+		s.Policies = s.Policies.With(k, v)
 	}
-	for k, v := range c.Nodes {
-		s.Nodes[k] = v
+	for k, v := range c.Nodes.All() {
+		s.Nodes = s.Nodes.With(k, v)
 	}
 	return s
 }

@@ -71,14 +71,14 @@ const webPortNumber = 8080
 func newPathsBed(t *testing.T, mode string, fw FirewallConfig) *pathsBed {
 	bed := &pathsBed{st: fixture.New(), nodes: map[string]*pathsNode{}, pods: map[string]*netnstest.Pod{}}
 	for _, ns := range []string{"x", "y"} {
-		bed.st.Namespaces[ns] = &model.Namespace{Name: ns, Labels: map[string]string{"kubernetes.io/metadata.name": ns}}
+		bed.st.Namespaces = bed.st.Namespaces.With(ns, &model.Namespace{Name: ns, Labels: map[string]string{"kubernetes.io/metadata.name": ns}})
 	}
 	for i, name := range []string{"node-a", "node-b"} {
 		n := &pathsNode{node: netnstest.NewNode(t)}
 		bed.nodes[name] = n
 		cidrs := prefixesOf(fmt.Sprintf("10.244.%d.0/24", i+1), fmt.Sprintf("fd00:%d::/64", i+1))
-		bed.st.Nodes[name] = &model.Node{Name: name, InternalIPs: []netip.Addr{nodeIPs[name].of(false), nodeIPs[name].of(true)},
-			PodCIDRs: cidrs}
+		bed.st.Nodes = bed.st.Nodes.With(name, &model.Node{Name: name, InternalIPs: []netip.Addr{nodeIPs[name].of(false), nodeIPs[name].of(true)},
+			PodCIDRs: cidrs})
 	}
 	a, b := bed.nodes["node-a"].node, bed.nodes["node-b"].node
 	wire(t, a.NS, b.NS, "peer", "peer", []string{"192.168.60.1/24", "fd00:60::1/64"}, []string{"192.168.60.2/24", "fd00:60::2/64"})
@@ -92,7 +92,7 @@ func newPathsBed(t *testing.T, mode string, fw FirewallConfig) *pathsBed {
 		p := bed.nodes[node].node.AddPod(key, ips...)
 		bed.pods[key] = p
 		ns, name, _ := strings.Cut(key, "/")
-		bed.st.Pods[model.PodKey{Namespace: ns, Name: name}] = &model.Pod{Namespace: ns, Name: name, Node: node, IPs: ips, Labels: labels}
+		bed.st.Pods = bed.st.Pods.With(model.PodKey{Namespace: ns, Name: name}, &model.Pod{Namespace: ns, Name: name, Node: node, IPs: ips, Labels: labels})
 	}
 	addPod("node-a", "x/client", map[string]string{"role": "client"}, "10.244.1.2", "fd00:1::2")
 	addPod("node-a", "y/web-a", map[string]string{"app": "web", "pod": "web-a"}, "10.244.1.11", "fd00:1::11")
@@ -104,22 +104,22 @@ func newPathsBed(t *testing.T, mode string, fw FirewallConfig) *pathsBed {
 	}
 	bed.outsid = a.AddPod("outside", modeltest.Addrs("192.168.50.2", "fd00:50::2")...)
 
-	bed.st.ServicePorts = map[model.ServicePortKey]*model.ServicePort{}
-	bed.st.Endpoints = map[model.ServicePortKey]model.Endpoints{}
+	bed.st.ServicePorts = model.Map[model.ServicePortKey, *model.ServicePort]{}
+	bed.st.Endpoints = model.Map[model.ServicePortKey, model.Endpoints]{}
 	for _, s := range pathServices {
-		ep := bed.st.Pods[model.PodKey{Namespace: "y", Name: s.endpoint[2:]}]
+		ep := bed.st.Pods.Get(model.PodKey{Namespace: "y", Name: s.endpoint[2:]})
 		for _, proto := range []model.Protocol{model.TCP, model.UDP} {
 			sp := &model.ServicePort{Key: model.ServicePortKey{Namespace: "y", Name: s.name, Port: proto.String(), Protocol: proto},
 				ClusterIPs: []netip.Addr{s.clusterIP.of(false), s.clusterIP.of(true)}, Port: 80, NodePort: s.nodePort,
 				ExternalIPs: []netip.Addr{s.external.of(false), s.external.of(true)}, LoadBalancerIPs: []netip.Addr{s.lbIP.of(false), s.lbIP.of(true)},
 				ExternalTrafficLocal: s.local}
-			bed.st.ServicePorts[sp.Key] = sp
+			bed.st.ServicePorts = bed.st.ServicePorts.With(sp.Key, sp)
 			var eps model.Endpoints
 			for _, ip := range ep.IPs {
 				eps = append(eps, model.Endpoint{Addr: ip, Port: webPortNumber, Node: ep.Node,
 					EndpointConditions: model.EndpointConditions{Ready: true, Serving: true}})
 			}
-			bed.st.Endpoints[sp.Key] = eps
+			bed.st.Endpoints = bed.st.Endpoints.With(sp.Key, eps)
 		}
 	}
 

@@ -17,14 +17,14 @@ import (
 // ports. All pods are on node-a, the worst case for the node.
 func genCluster(namespaces, podsPerNS, policiesPerNS int) fixture.State {
 	s := fixture.New()
-	s.Nodes["node-a"] = &model.Node{Name: "node-a", PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}
+	s.Nodes = s.Nodes.With("node-a", &model.Node{Name: "node-a", PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
 	n := 0
 	for i := range namespaces {
 		name := fmt.Sprintf("ns%d", i)
-		s.Namespaces[name] = &model.Namespace{Name: name, Labels: map[string]string{"team": fmt.Sprintf("t%d", i%10)}}
+		s.Namespaces = s.Namespaces.With(name, &model.Namespace{Name: name, Labels: map[string]string{"team": fmt.Sprintf("t%d", i%10)}})
 		for j := range podsPerNS {
 			n++
-			s.Pods[model.PodKey{Namespace: name, Name: fmt.Sprintf("p%d", j)}] = genPod(name, fmt.Sprintf("p%d", j), j%10, n)
+			s.Pods = s.Pods.With(model.PodKey{Namespace: name, Name: fmt.Sprintf("p%d", j)}, genPod(name, fmt.Sprintf("p%d", j), j%10, n))
 		}
 		for j := range policiesPerNS {
 			app := fmt.Sprintf("app%d", j%10)
@@ -44,7 +44,7 @@ func genCluster(namespaces, podsPerNS, policiesPerNS int) fixture.State {
 					{Ports: []model.PolicyPort{{Protocol: model.UDP, Port: 53}}},
 				}
 			}
-			s.Policies[pol.Key()] = pol
+			s.Policies = s.Policies.With(pol.Key(), pol)
 		}
 	}
 	return s
@@ -66,7 +66,7 @@ func churn(t testing.TB, f *Backend, st *fixture.State, i int, check func(Stats,
 	next := st.Clone()
 	old := model.PodKey{Namespace: "ns0", Name: fmt.Sprintf("p%d", i)}
 	repl := model.PodKey{Namespace: "ns0", Name: fmt.Sprintf("p%d-new%d", i, next.Generation)}
-	next.Pods[repl] = genPod("ns0", repl.Name, i%10, 1<<20+int(next.Generation))
+	next.Pods = next.Pods.With(repl, genPod("ns0", repl.Name, i%10, 1<<20+int(next.Generation)))
 	ch := &model.Changes{}
 	ch.Pods.Add(repl)
 	timed := func(st *model.State, ch *model.Changes) {
@@ -76,15 +76,15 @@ func churn(t testing.TB, f *Backend, st *fixture.State, i int, check func(Stats,
 	}
 	timed(next.State, ch)
 	next2 := next.Clone()
-	delete(next2.Pods, old)
+	next2.Pods = next2.Pods.Without(old)
 	ch = &model.Changes{}
 	ch.Pods.Add(old)
 	timed(next2.State, ch)
 	// Keep the replaced pod under the old key so that the next round can
 	// replace it again.
 	next3 := next2.Clone()
-	next3.Pods[old] = next2.Pods[repl]
-	delete(next3.Pods, repl)
+	next3.Pods = next3.Pods.With(old, next2.Pods.Get(repl))
+	next3.Pods = next3.Pods.Without(repl)
 	*st = next3
 	ch = &model.Changes{}
 	ch.Pods.Add(old)

@@ -183,8 +183,8 @@ func newFlowBed(t *testing.T, mode string) *flowBed {
 		// leaves by: its uplink's, or the pods' gateway toward a local pod.
 		bed.own[name] = []netip.Addr{netip.MustParseAddr(nodeIP), netnstest.Gateway4}
 		bed.own["outside"] = append(bed.own["outside"], netip.MustParseAddr(routerIP))
-		bed.st.Nodes[name] = &model.Node{Name: name, InternalIPs: []netip.Addr{netip.MustParseAddr(nodeIP)},
-			PodCIDRs: []netip.Prefix{netip.MustParsePrefix(podCIDR)}}
+		bed.st.Nodes = bed.st.Nodes.With(name, &model.Node{Name: name, InternalIPs: []netip.Addr{netip.MustParseAddr(nodeIP)},
+			PodCIDRs: []netip.Prefix{netip.MustParsePrefix(podCIDR)}})
 	}
 	routeVia(t, router.NS, "192.168.62.2", "192.0.2.10/32", "192.0.2.11/32", "192.0.2.13/32")
 	routeVia(t, router.NS, "192.168.63.2", "192.0.2.20/32")
@@ -212,11 +212,11 @@ func newFlowBed(t *testing.T, mode string) *flowBed {
 	fenced.LoadBalancerIPs = []netip.Addr{bed.addrs["fenced-lb"]}
 	fenced.LoadBalancerSourceRanges = []netip.Prefix{netip.MustParsePrefix("192.168.62.0/24")}
 	for _, sp := range []*model.ServicePort{web, local, empty, fenced} {
-		bed.st.ServicePorts[sp.Key] = sp
+		bed.st.ServicePorts = bed.st.ServicePorts.With(sp.Key, sp)
 	}
-	bed.st.Endpoints[fenced.Key] = ep("10.244.2.11", "node-b")
-	bed.st.Endpoints[web.Key] = ep("10.244.3.11", "node-c")
-	bed.st.Endpoints[local.Key] = ep("10.244.2.11", "node-b")
+	bed.st.Endpoints = bed.st.Endpoints.With(fenced.Key, ep("10.244.2.11", "node-b"))
+	bed.st.Endpoints = bed.st.Endpoints.With(web.Key, ep("10.244.3.11", "node-c"))
+	bed.st.Endpoints = bed.st.Endpoints.With(local.Key, ep("10.244.2.11", "node-b"))
 
 	serviceCIDRs := []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16")}
 	for name, n := range bed.nodes {

@@ -19,19 +19,18 @@ import (
 // genServices makes n ClusterIP services (10.96.0.0/16) with k ready
 // endpoints each (unique addresses in 10.128.0.0/9), on other nodes.
 func genServices(n, k int) *model.State {
-	st := &model.State{ServicePorts: map[model.ServicePortKey]*model.ServicePort{},
-		Endpoints: map[model.ServicePortKey]model.Endpoints{},
-		Nodes: map[string]*model.Node{"node-a": {Name: "node-a", InternalIPs: modeltest.Addrs("192.168.1.10"),
-			PodCIDRs: prefixesOf("10.0.0.0/8")}}}
+	st := &model.State{
+		Nodes: model.MapOf(map[string]*model.Node{"node-a": {Name: "node-a", InternalIPs: modeltest.Addrs("192.168.1.10"),
+			PodCIDRs: prefixesOf("10.0.0.0/8")}})}
 	for i := range n {
 		key := model.ServicePortKey{Namespace: "ns" + strconv.Itoa(i%100), Name: "svc" + strconv.Itoa(i), Protocol: model.TCP}
-		st.ServicePorts[key] = &model.ServicePort{Key: key, Port: 80,
-			ClusterIPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 96, byte(i >> 8), byte(i)})}}
+		st.ServicePorts = st.ServicePorts.With(key, &model.ServicePort{Key: key, Port: 80,
+			ClusterIPs: []netip.Addr{netip.AddrFrom4([4]byte{10, 96, byte(i >> 8), byte(i)})}})
 		eps := make(model.Endpoints, k)
 		for j := range eps {
 			eps[j] = benchEndpoint(i*k + j)
 		}
-		st.Endpoints[key] = eps
+		st.Endpoints = st.Endpoints.With(key, eps)
 	}
 	return st
 }
@@ -66,10 +65,10 @@ func newServiceProxyBackend(t testing.TB, ns int) *Backend {
 // replaceEndpoint replaces endpoint j of service port k by one with a new
 // address, as a rolling update does, and returns the changes.
 func replaceEndpoint(st *model.State, k model.ServicePortKey, j, fresh int) *model.Changes {
-	eps := slices.Clone(st.Endpoints[k])
+	eps := slices.Clone(st.Endpoints.Get(k))
 	eps[j] = benchEndpoint(fresh)
 	slices.SortFunc(eps, func(a, b model.Endpoint) int { return a.Addr.Compare(b.Addr) })
-	st.Endpoints[k] = eps
+	st.Endpoints = st.Endpoints.With(k, eps)
 	ch := &model.Changes{}
 	ch.Endpoints.Add(k)
 	return ch
@@ -101,13 +100,7 @@ func BenchmarkServiceProxyColdStart(b *testing.B) {
 func BenchmarkServiceProxyEndpointChange(b *testing.B) {
 	kerneltest.RequireRoot(b)
 	st := genServices(10000, 10)
-	keys := slices.SortedFunc(func(yield func(model.ServicePortKey) bool) {
-		for k := range st.ServicePorts {
-			if !yield(k) {
-				return
-			}
-		}
-	}, func(a, b model.ServicePortKey) int { return strings.Compare(a.Name, b.Name) })
+	keys := slices.SortedFunc(st.ServicePorts.Keys(), func(a, b model.ServicePortKey) int { return strings.Compare(a.Name, b.Name) })
 	ns := kerneltest.NewNetNS(b)
 	heapBefore := heapInUse()
 	b.Logf("heap with the model only: %.1f MiB", float64(heapBefore)/(1<<20))
@@ -175,7 +168,7 @@ func TestKernelServiceEndpointChangeIsElementOnly(t *testing.T) {
 	bk := newServiceProxyIn(t, int(ns))
 	syncOK(t, bk, st, &model.Changes{Full: true})
 	i := 0
-	for k := range st.ServicePorts {
+	for k := range st.ServicePorts.All() {
 		if i == 50 {
 			break
 		}

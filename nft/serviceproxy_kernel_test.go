@@ -3,7 +3,6 @@ package nft
 import (
 	"errors"
 	"io"
-	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -67,15 +66,15 @@ func newSvcBed(t *testing.T, firewall bool) *svcBed {
 	node := netnstest.NewNode(t)
 	bed := &svcBed{node: node, st: fixture.New(), backends: map[string]*netnstest.Pod{},
 		nodeIPs: modeltest.Addrs("192.168.50.1", "fd00:50::1")}
-	bed.st.ServicePorts = map[model.ServicePortKey]*model.ServicePort{}
-	bed.st.Endpoints = map[model.ServicePortKey]model.Endpoints{}
-	bed.st.Nodes["node-a"] = &model.Node{Name: "node-a", InternalIPs: bed.nodeIPs,
-		PodCIDRs: prefixesOf("10.244.1.0/24", "fd00:1::/64")}
-	bed.st.Namespaces["default"] = &model.Namespace{Name: "default", Labels: map[string]string{"kubernetes.io/metadata.name": "default"}}
+	bed.st.ServicePorts = model.Map[model.ServicePortKey, *model.ServicePort]{}
+	bed.st.Endpoints = model.Map[model.ServicePortKey, model.Endpoints]{}
+	bed.st.Nodes = bed.st.Nodes.With("node-a", &model.Node{Name: "node-a", InternalIPs: bed.nodeIPs,
+		PodCIDRs: prefixesOf("10.244.1.0/24", "fd00:1::/64")})
+	bed.st.Namespaces = bed.st.Namespaces.With("default", &model.Namespace{Name: "default", Labels: map[string]string{"kubernetes.io/metadata.name": "default"}})
 	pod := func(name string, n int, labels map[string]string) *netnstest.Pod {
 		ips := []netip.Addr{netip.AddrFrom4([4]byte{10, 244, 1, byte(n)}), netip.MustParseAddr("fd00:1::" + strconv.Itoa(n))}
 		p := node.AddPod(name, ips...)
-		bed.st.Pods[model.PodKey{Namespace: "default", Name: name}] = &model.Pod{Namespace: "default", Name: name, Node: "node-a", IPs: ips, Labels: labels}
+		bed.st.Pods = bed.st.Pods.With(model.PodKey{Namespace: "default", Name: name}, &model.Pod{Namespace: "default", Name: name, Node: "node-a", IPs: ips, Labels: labels})
 		return p
 	}
 	bed.client = pod("client", 2, map[string]string{"role": "client"})
@@ -135,13 +134,13 @@ func (bed *svcBed) endpointsOf(names ...string) model.Endpoints {
 func (bed *svcBed) setService(t *testing.T, sp *model.ServicePort, eps model.Endpoints) Stats {
 	t.Helper()
 	next := bed.st.Clone()
-	next.ServicePorts = maps.Clone(bed.st.ServicePorts)
-	next.Endpoints = maps.Clone(bed.st.Endpoints)
-	next.ServicePorts[sp.Key] = sp
+	next.ServicePorts = bed.st.ServicePorts
+	next.Endpoints = bed.st.Endpoints
+	next.ServicePorts = next.ServicePorts.With(sp.Key, sp)
 	if len(eps) == 0 {
-		delete(next.Endpoints, sp.Key)
+		next.Endpoints = next.Endpoints.Without(sp.Key)
 	} else {
-		next.Endpoints[sp.Key] = eps
+		next.Endpoints = next.Endpoints.With(sp.Key, eps)
 	}
 	ch := &model.Changes{}
 	ch.ServicePorts.Add(sp.Key)

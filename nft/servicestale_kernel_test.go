@@ -162,7 +162,7 @@ func TestKernelServiceAffinityEndpointGoes(t *testing.T) {
 		// nfrouter stops; the endpoint goes; a new nfrouter starts on the
 		// table (and the clients' affinity) the old one left.
 		remaining := others(first)
-		s.st.Endpoints[s.svc.Key] = s.endpointsOf(remaining...)
+		s.st.Endpoints = s.st.Endpoints.With(s.svc.Key, s.endpointsOf(remaining...))
 		s.b = newBackendIn(t, s.node.NS, func(tbl *ruleset.Table) Part {
 			p, err := NewServiceProxy(tbl, ServiceProxyConfig{NodeName: "node-a", NetNSFd: int(s.node.NS)})
 			if err != nil {
@@ -183,7 +183,7 @@ func TestKernelServiceAffinityEndpointGoes(t *testing.T) {
 		// (ENOENT) and the kernel keeps the old state.
 		removeKernelElement(t, s, first)
 		next := s.st.Clone()
-		next.Endpoints = map[model.ServicePortKey]model.Endpoints{s.svc.Key: s.endpointsOf(others(first)...)}
+		next.Endpoints = model.MapOf(map[model.ServicePortKey]model.Endpoints{s.svc.Key: s.endpointsOf(others(first)...)})
 		ch := &model.Changes{}
 		ch.Endpoints.Add(s.svc.Key)
 		if err := s.b.Sync(t.Context(), next.State, ch); err == nil {

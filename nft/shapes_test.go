@@ -83,7 +83,7 @@ func allShapes(t testing.TB) []shape {
 	for _, n := range svcfixture.Nodes() {
 		nodes[n.Name] = n
 	}
-	out = append(out, shape{name: "egress/dual-stack", state: &model.State{Nodes: nodes},
+	out = append(out, shape{name: "egress/dual-stack", state: &model.State{Nodes: model.MapOf(nodes)},
 		parts: func(_ testing.TB, tbl *ruleset.Table, _ int) []Part { return []Part{egress.New(tbl)} }})
 	sets, elems, chains := primitiveChains()
 	sets, elems, chains = withVerdictMaps(sets, elems, chains)

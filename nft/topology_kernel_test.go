@@ -20,12 +20,12 @@ func TestKernelTopology(t *testing.T) {
 	bed := newFlowBed(t, "nftables")
 	serveIdentity(t, bed.nodes["node-c"].AddPod("c2", netip.MustParseAddr("10.244.3.12")).NS, "c2", svcPort)
 	for name, zone := range map[string]string{"node-a": "a", "node-b": "a", "node-c": "b"} {
-		n := *bed.st.Nodes[name]
+		n := *bed.st.Nodes.Get(name)
 		n.Zone = zone
-		bed.st.Nodes[name] = &n
+		bed.st.Nodes = bed.st.Nodes.With(name, &n)
 	}
 	near := webPort("near", netip.MustParseAddr("10.96.0.14"))
-	bed.st.ServicePorts[near.Key] = near
+	bed.st.ServicePorts = bed.st.ServicePorts.With(near.Key, near)
 	ep := func(ip, node, zone string, hinted bool) model.Endpoint {
 		e := model.Endpoint{Addr: netip.MustParseAddr(ip), Port: svcPort, Node: node, Zone: zone,
 			EndpointConditions: model.EndpointConditions{Ready: true, Serving: true}}
@@ -59,10 +59,10 @@ func TestKernelTopology(t *testing.T) {
 		t.Run(variant.name, func(t *testing.T) {
 			sp := *near
 			sp.TrafficDistribution = variant.dist
-			bed.st.ServicePorts[near.Key] = &sp
+			bed.st.ServicePorts = bed.st.ServicePorts.With(near.Key, &sp)
 			all := model.Endpoints{ep("10.244.2.11", "node-b", "a", variant.hinted),
 				ep("10.244.3.11", "node-c", "b", variant.hinted), ep("10.244.3.12", "node-c", "b", variant.hinted)}
-			bed.st.Endpoints[near.Key] = all
+			bed.st.Endpoints = bed.st.Endpoints.With(near.Key, all)
 			syncOK(t, nodeA, bed.st, &model.Changes{Full: true})
 			// 30 connections: were zone b's endpoints chosen too, one of
 			// them would answer all but certainly (1 - 3^-30).
@@ -72,7 +72,7 @@ func TestKernelTopology(t *testing.T) {
 
 			gone := slices.Clone(all)
 			gone[0].Ready = false // b1, zone a's only endpoint, is no longer ready
-			bed.st.Endpoints[near.Key] = gone
+			bed.st.Endpoints = bed.st.Endpoints.With(near.Key, gone)
 			ch := &model.Changes{}
 			ch.Endpoints.Add(near.Key)
 			syncOK(t, nodeA, bed.st, ch)
@@ -82,7 +82,7 @@ func TestKernelTopology(t *testing.T) {
 				t.Errorf("zone a has no endpoint: answered by %v, want c1 and c2", slices.Sorted(maps.Keys(got)))
 			}
 
-			bed.st.Endpoints[near.Key] = all
+			bed.st.Endpoints = bed.st.Endpoints.With(near.Key, all)
 			syncOK(t, nodeA, bed.st, ch)
 			if got := answers(30); !maps.Equal(got, map[string]bool{"b1": true}) {
 				t.Errorf("zone a's endpoint is back: answered by %v, want b1 only", slices.Sorted(maps.Keys(got)))

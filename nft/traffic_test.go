@@ -32,7 +32,7 @@ func newCluster(t *testing.T, defaultDeny bool) *cluster {
 	c := &cluster{node: node, pods: map[string]*netnstest.Pod{}, st: fixture.New()}
 	c.f = newFirewallIn(t, node.NS, defaultDeny)
 	for _, ns := range netpoltest.Namespaces {
-		c.st.Namespaces[ns] = netpoltest.Namespace(ns)
+		c.st.Namespaces = c.st.Namespaces.With(ns, netpoltest.Namespace(ns))
 	}
 	for _, key := range netpoltest.Pods() {
 		p := node.AddPod(key, netpoltest.PodIPs(key)...)
@@ -42,7 +42,7 @@ func newCluster(t *testing.T, defaultDeny bool) *cluster {
 		c.pods[key] = p
 		c.names = append(c.names, key)
 		mp := netpoltest.Pod(key, "node-a")
-		c.st.Pods[mp.Key()] = mp
+		c.st.Pods = c.st.Pods.With(mp.Key(), mp)
 	}
 	return c
 }
@@ -70,14 +70,14 @@ func withPolicies(t *testing.T, st fixture.State, yaml string) (fixture.State, *
 	t.Helper()
 	next := st.Clone()
 	ch := &model.Changes{}
-	for k := range next.Policies {
-		delete(next.Policies, k)
+	for k := range next.Policies.All() {
+		next.Policies = next.Policies.Without(k)
 		ch.Policies.Add(k)
 	}
 	if err := next.Apply([]byte(yaml)); err != nil {
 		t.Fatal(err)
 	}
-	for k := range next.Policies {
+	for k := range next.Policies.All() {
 		ch.Policies.Add(k)
 	}
 	return next, ch
@@ -160,9 +160,9 @@ func TestKernelChangesWhileTrafficFlows(t *testing.T) {
 	// Relabel x/b as c: it may now connect.
 	next := c.st.Clone()
 	k := model.PodKey{Namespace: "x", Name: "b"}
-	relabeled := *next.Pods[k]
+	relabeled := *next.Pods.Get(k)
 	relabeled.Labels = map[string]string{"pod": "c"}
-	next.Pods[k] = &relabeled
+	next.Pods = next.Pods.With(k, &relabeled)
 	c.st = next
 	ch := &model.Changes{}
 	ch.Pods.Add(k)
@@ -181,7 +181,7 @@ func TestKernelChangesWhileTrafficFlows(t *testing.T) {
 // node but is not yet in the model is cut off, and reachable once it is.
 func TestKernelDefaultDeny(t *testing.T) {
 	c := newCluster(t, true)
-	c.st.Nodes["node-a"] = &model.Node{Name: "node-a", PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.1.0/24"), netip.MustParsePrefix("fd00:1::/64")}}
+	c.st.Nodes = c.st.Nodes.With("node-a", &model.Node{Name: "node-a", PodCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.1.0/24"), netip.MustParsePrefix("fd00:1::/64")}})
 	late := c.node.AddPod("x/late", netip.MustParseAddr("10.244.1.100"))
 	late.Serve(t, "tcp", 80)
 	syncOK(t, c.f, c.st.State, &model.Changes{Full: true})
@@ -193,7 +193,7 @@ func TestKernelDefaultDeny(t *testing.T) {
 	})
 	next := c.st.Clone()
 	k := model.PodKey{Namespace: "x", Name: "late"}
-	next.Pods[k] = c.modelPod("x", "late", late.IPs)
+	next.Pods = next.Pods.With(k, c.modelPod("x", "late", late.IPs))
 	c.st = next
 	ch := &model.Changes{}
 	ch.Pods.Add(k)

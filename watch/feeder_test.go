@@ -29,7 +29,7 @@ func TestInvalidObjectKeepsWhatWasProgrammedAndRaisesAnEvent(t *testing.T) {
 
 	state, _ := store.Snapshot()
 	key := model.ServicePortKey{Namespace: "ns", Name: "web", Port: "http", Protocol: model.TCP}
-	if state.ServicePorts[key] == nil {
+	if state.ServicePorts.Get(key) == nil {
 		t.Fatal("an invalid update removed the service")
 	}
 	if got := eventCount(metrics, KindService, resultInvalid); got != 1 {
@@ -46,7 +46,7 @@ func TestInvalidObjectKeepsWhatWasProgrammedAndRaisesAnEvent(t *testing.T) {
 
 	// Deletion through a tombstone still removes it.
 	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: bad})
-	if state, _ := store.Snapshot(); len(state.ServicePorts) != 0 {
+	if state, _ := store.Snapshot(); state.ServicePorts.Len() != 0 {
 		t.Error("tombstone did not delete the service")
 	}
 }

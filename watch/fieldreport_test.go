@@ -248,7 +248,7 @@ func TestFieldReportHeadlessChurnCostsTheProxyNothing(t *testing.T) {
 	eventually(t, "firewall to see the last pod", func() bool {
 		calls := firewall.snapshot()
 		s := calls[len(calls)-1].state
-		return s.Pods[last] != nil && len(s.Pods) == replicas && !store.Pending()
+		return s.Pods.Get(last) != nil && s.Pods.Len() == replicas && !store.Pending()
 	})
 	if got := proxy.count(); got != 1 {
 		t.Errorf("proxy synced %d times, want 1 (the initial sync)", got)

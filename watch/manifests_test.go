@@ -39,17 +39,17 @@ func TestLoadManifestsReportsBadDocumentsAndLoadsTheRest(t *testing.T) {
 	}
 
 	state, _ := store.Snapshot()
-	if state.Pods[model.PodKey{Namespace: "shop", Name: "web-0"}] == nil {
+	if state.Pods.Get(model.PodKey{Namespace: "shop", Name: "web-0"}) == nil {
 		t.Error("pod not loaded")
 	}
 	key := model.ServicePortKey{Namespace: "default", Name: "web", Port: "http", Protocol: model.TCP}
-	if state.ServicePorts[key] == nil || len(state.Endpoints[key]) != 1 {
+	if state.ServicePorts.Get(key) == nil || len(state.Endpoints.Get(key)) != 1 {
 		t.Errorf("service from the List not loaded into the default namespace: %v %v", state.ServicePorts, state.Endpoints)
 	}
-	if p := state.Policies[model.PolicyKey{Namespace: "shop", Name: "broken-cidr"}]; p == nil || p.Err == "" {
+	if p := state.Policies.Get(model.PolicyKey{Namespace: "shop", Name: "broken-cidr"}); p == nil || p.Err == "" {
 		t.Error("the broken policy must be loaded, failing closed")
 	}
-	if state.Nodes["node-1"] == nil {
+	if state.Nodes.Get("node-1") == nil {
 		t.Error("the node after the bad documents was not loaded")
 	}
 }

@@ -108,7 +108,7 @@ func TestRunnerWakesOnlyBackendsThatReadTheChangedKinds(t *testing.T) {
 	}
 	// The proxy is woken by the periodic check only, and then sees the state.
 	f.step(t, 1, testPeriod)
-	if c := proxy.waitCall(t, 2); !c.changes.Full || c.state.Pods[model.PodKey{Namespace: "ns", Name: "a"}] == nil {
+	if c := proxy.waitCall(t, 2); !c.changes.Full || c.state.Pods.Get(model.PodKey{Namespace: "ns", Name: "a"}) == nil {
 		t.Errorf("proxy's periodic sync = %+v", c.changes)
 	}
 	fw.waitCall(t, 3)

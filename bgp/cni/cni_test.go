@@ -119,7 +119,7 @@ func TestWriter(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "net.d", "10-kuberouter.conflist")
 	w := &Writer{NodeName: "node-a", Path: path, Log: slog.New(slog.DiscardHandler)}
 	state := func(cidrs ...string) *model.State {
-		return &model.State{Nodes: map[string]*model.Node{"node-a": {Name: "node-a", PodCIDRs: prefixes(cidrs...)}}}
+		return &model.State{Nodes: model.MapOf(map[string]*model.Node{"node-a": {Name: "node-a", PodCIDRs: prefixes(cidrs...)}})}
 	}
 	full := &model.Changes{Full: true}
 	if err := w.Sync(t.Context(), state(), full); err != nil {

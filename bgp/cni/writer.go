@@ -39,7 +39,7 @@ func (w *Writer) Sync(ctx context.Context, state *model.State, changes *model.Ch
 	if log == nil {
 		log = slog.Default()
 	}
-	node := state.Nodes[w.NodeName]
+	node := state.Nodes.Get(w.NodeName)
 	if node == nil || len(node.PodCIDRs) == 0 {
 		if !w.waiting {
 			log.InfoContext(ctx, "No pod CIDR assigned to this node yet; the CNI config is written once there is", "file", w.Path)

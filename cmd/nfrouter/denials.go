@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -171,12 +170,12 @@ func (x *podIndex) update(store *model.Store) *podIndex {
 	x.st, x.byIP, x.nodes = st, map[netip.Addr]*model.Pod{}, map[netip.Addr]string{}
 	// Keys in reverse order: of pods sharing an address, the first by key is
 	// written last and wins, as in explain.
-	for _, k := range slices.SortedFunc(maps.Keys(st.Pods), func(a, b model.PodKey) int { return cmp.Compare(b.String(), a.String()) }) {
-		for _, ip := range st.Pods[k].IPs {
-			x.byIP[ip] = st.Pods[k]
+	for _, k := range slices.SortedFunc(st.Pods.Keys(), func(a, b model.PodKey) int { return cmp.Compare(b.String(), a.String()) }) {
+		for _, ip := range st.Pods.Get(k).IPs {
+			x.byIP[ip] = st.Pods.Get(k)
 		}
 	}
-	for name, n := range st.Nodes {
+	for name, n := range st.Nodes.All() {
 		for _, ip := range slices.Concat(n.InternalIPs, n.ExternalIPs) {
 			x.nodes[ip] = name
 		}
@@ -199,7 +198,7 @@ func describeDenial(pkt nflog.Packet, x *podIndex) denial {
 		}
 		end.e.Pod, end.e.Node = pod.Key().String(), pod.Node
 		var keys []model.PolicyKey
-		for k, pol := range x.st.Policies {
+		for k, pol := range x.st.Policies.All() {
 			if pol.Selects(pod) && ((end.isIngress && pol.Ingress) || (!end.isIngress && pol.Egress)) {
 				keys = append(keys, k)
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -94,7 +93,7 @@ type explainer struct {
 
 func newExplainer(st *model.State, defaultDeny bool) *explainer {
 	e := &explainer{st: st, defaultDeny: defaultDeny, tables: map[string]*ruleset.Table{}, chainPolicy: map[string]string{}}
-	for k := range st.Policies {
+	for k := range st.Policies.All() {
 		for _, in := range []bool{true, false} {
 			e.chainPolicy[netpol.PolicyChain(k, in)] = k.String()
 		}
@@ -171,7 +170,7 @@ func (e *explainer) resolve(spec string) (endpoint, error) {
 	if !ok || ns == "" || name == "" {
 		return endpoint{}, fmt.Errorf("%q is neither an IP address nor a pod as namespace/name", spec)
 	}
-	pod := e.st.Pods[model.PodKey{Namespace: ns, Name: name}]
+	pod := e.st.Pods.Get(model.PodKey{Namespace: ns, Name: name})
 	if pod == nil {
 		return endpoint{}, fmt.Errorf("no pod %s with an address (hostNetwork and finished pods are not the firewall's)", spec)
 	}
@@ -185,7 +184,7 @@ func (e *explainer) resolve(spec string) (endpoint, error) {
 // claim it.
 func (e *explainer) podWithIP(ip netip.Addr) *model.Pod {
 	var found *model.Pod
-	for k, p := range e.st.Pods {
+	for k, p := range e.st.Pods.All() {
 		if slices.Contains(p.IPs, ip) && (found == nil || k.String() < found.Key().String()) {
 			found = p
 		}
@@ -195,8 +194,8 @@ func (e *explainer) podWithIP(ip netip.Addr) *model.Pod {
 
 // nodeWithIP returns the node that has address ip, or "".
 func (e *explainer) nodeWithIP(ip netip.Addr) string {
-	for _, name := range slices.Sorted(maps.Keys(e.st.Nodes)) {
-		n := e.st.Nodes[name]
+	for _, name := range slices.Sorted(e.st.Nodes.Keys()) {
+		n := e.st.Nodes.Get(name)
 		if slices.Contains(n.InternalIPs, ip) || slices.Contains(n.ExternalIPs, ip) {
 			return name
 		}
@@ -207,7 +206,7 @@ func (e *explainer) nodeWithIP(ip netip.Addr) string {
 // serviceWithIP returns the service (namespace/name) that ip is a cluster,
 // external or load-balancer address of, or "".
 func (e *explainer) serviceWithIP(ip netip.Addr) string {
-	for k, sp := range e.st.ServicePorts {
+	for k, sp := range e.st.ServicePorts.All() {
 		if slices.Contains(sp.ClusterIPs, ip) || slices.Contains(sp.ExternalIPs, ip) || slices.Contains(sp.LoadBalancerIPs, ip) {
 			return k.Namespace + "/" + k.Name
 		}
@@ -329,7 +328,7 @@ func (e *explainer) policies(from, to endpoint, pkt ruleset.Packet) ([]policyVer
 		sidePkt := pkt
 		sidePkt.SrcLocal = false // a pod's own address is never the node's
 		var keys []model.PolicyKey
-		for k, pol := range e.st.Policies {
+		for k, pol := range e.st.Policies.All() {
 			if pol.Selects(side.end.pod) && ((side.isIngress && pol.Ingress) || (!side.isIngress && pol.Egress)) {
 				keys = append(keys, k)
 			}
@@ -340,7 +339,7 @@ func (e *explainer) policies(from, to endpoint, pkt ruleset.Packet) ([]policyVer
 			if err != nil {
 				return nil, err
 			}
-			v := policyVerdict{Policy: k.String(), Allows: allows, Error: e.st.Policies[k].Err,
+			v := policyVerdict{Policy: k.String(), Allows: allows, Error: e.st.Policies.Get(k).Err,
 				Selects: "source", Direction: "egress"}
 			if side.isIngress {
 				v.Selects, v.Direction = "destination", "ingress"

@@ -192,8 +192,8 @@ func TestExplainAgreesWithTheE2ETruthTables(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(st.Pods) != len(netpoltest.Pods()) || len(st.Policies) == 0 {
-				t.Fatalf("manifests loaded %d pods and %d policies", len(st.Pods), len(st.Policies))
+			if st.Pods.Len() != len(netpoltest.Pods()) || st.Policies.Len() == 0 {
+				t.Fatalf("manifests loaded %d pods and %d policies", st.Pods.Len(), st.Policies.Len())
 			}
 			e := newExplainer(st, false)
 			probes, crossing := 0, 0

@@ -64,16 +64,15 @@ func Ep(spec, conds string) model.Endpoint {
 
 // NewState returns a state with the nodes, service ports and endpoints.
 func NewState(nodes []*model.Node, ports []*model.ServicePort, eps map[model.ServicePortKey]model.Endpoints) *model.State {
-	st := &model.State{ServicePorts: map[model.ServicePortKey]*model.ServicePort{},
-		Endpoints: map[model.ServicePortKey]model.Endpoints{}, Nodes: map[string]*model.Node{}}
+	st := &model.State{}
 	for _, sp := range ports {
-		st.ServicePorts[sp.Key] = sp
+		st.ServicePorts = st.ServicePorts.With(sp.Key, sp)
 	}
 	for k, e := range eps {
-		st.Endpoints[k] = e
+		st.Endpoints = st.Endpoints.With(k, e)
 	}
 	for _, n := range nodes {
-		st.Nodes[n.Name] = n
+		st.Nodes = st.Nodes.With(n.Name, n)
 	}
 	return st
 }
@@ -82,19 +81,19 @@ func NewState(nodes []*model.Node, ports []*model.ServicePort, eps map[model.Ser
 // between a and b, as the Store would report them.
 func ServiceChanges(a, b *model.State) *model.Changes {
 	c := &model.Changes{}
-	for _, m := range []map[model.ServicePortKey]*model.ServicePort{a.ServicePorts, b.ServicePorts} {
-		for k := range m {
-			if !a.ServicePorts[k].Equal(b.ServicePorts[k]) {
+	for _, m := range []model.Map[model.ServicePortKey, *model.ServicePort]{a.ServicePorts, b.ServicePorts} {
+		for k := range m.All() {
+			if !a.ServicePorts.Get(k).Equal(b.ServicePorts.Get(k)) {
 				c.ServicePorts.Add(k)
 			}
-			if !a.Endpoints[k].Equal(b.Endpoints[k]) {
+			if !a.Endpoints.Get(k).Equal(b.Endpoints.Get(k)) {
 				c.Endpoints.Add(k)
 			}
 		}
 	}
-	for _, m := range []map[string]*model.Node{a.Nodes, b.Nodes} {
-		for k := range m {
-			if !a.Nodes[k].Equal(b.Nodes[k]) {
+	for _, m := range []model.Map[string, *model.Node]{a.Nodes, b.Nodes} {
+		for k := range m.All() {
+			if !a.Nodes.Get(k).Equal(b.Nodes.Get(k)) {
 				c.Nodes.Add(k)
 			}
 		}

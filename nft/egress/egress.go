@@ -61,7 +61,7 @@ func (p *Planner) Kinds() model.Kinds { return model.KindNodes }
 func (p *Planner) Plan(_ context.Context, state *model.State, changes *model.Changes) {
 	var cidrsChanged [2]bool
 	for _, name := range p.candidates(state, changes) {
-		old, cur := p.nodes[name], state.Nodes[name]
+		old, cur := p.nodes[name], state.Nodes.Get(name)
 		if old.Equal(cur) {
 			continue
 		}
@@ -104,7 +104,7 @@ func (p *Planner) candidates(state *model.State, changes *model.Changes) []strin
 		return slices.Sorted(maps.Keys(changes.Nodes))
 	}
 	names := map[string]struct{}{}
-	for name := range state.Nodes {
+	for name := range state.Nodes.All() {
 		names[name] = struct{}{}
 	}
 	for name := range p.nodes {
@@ -148,7 +148,7 @@ func (p *Planner) replaceIPs(old, cur []netip.Addr) {
 // planPodCIDRs rewrites the pod-CIDR set of a family from every node's pod
 // CIDRs.
 func (p *Planner) planPodCIDRs(v6 bool) {
-	p.t.ReplaceElements(PodCIDRsSet(v6), ruleset.PrefixRanges(model.PodCIDRs(p.nodes), nil, v6))
+	p.t.ReplaceElements(PodCIDRsSet(v6), ruleset.PrefixRanges(model.PodCIDRs(maps.All(p.nodes)), nil, v6))
 }
 
 // install replaces the part's objects with empty sets and the chain of fams

@@ -34,9 +34,9 @@ func node(name string, addrsAndCIDRs ...string) *model.Node {
 }
 
 func state(nodes ...*model.Node) *model.State {
-	st := &model.State{Nodes: map[string]*model.Node{}}
+	st := &model.State{}
 	for _, n := range nodes {
-		st.Nodes[n.Name] = n
+		st.Nodes = st.Nodes.With(n.Name, n)
 	}
 	return st
 }
@@ -128,16 +128,16 @@ func TestAnyStateFollowsAnyOther(t *testing.T) {
 	p.Plan(context.Background(), prev, &model.Changes{Full: true})
 	for step := range 400 {
 		next := state()
-		for name, n := range prev.Nodes {
-			next.Nodes[name] = n
+		for name, n := range prev.Nodes.All() {
+			next.Nodes = next.Nodes.With(name, n)
 		}
 		ch := &model.Changes{}
 		for range 1 + rng.IntN(2) {
 			n := universe[rng.IntN(len(universe))]
-			if next.Nodes[n.Name] == n {
-				delete(next.Nodes, n.Name)
+			if next.Nodes.Get(n.Name) == n {
+				next.Nodes = next.Nodes.Without(n.Name)
 			} else {
-				next.Nodes[n.Name] = n
+				next.Nodes = next.Nodes.With(n.Name, n)
 			}
 			ch.Nodes.Add(n.Name)
 		}

@@ -19,19 +19,19 @@ func TestFamiliesFollowAddresses(t *testing.T) {
 		t.Run(strings.TrimSuffix(name, ".yaml"), func(t *testing.T) {
 			dual := load(t, name)
 			v4 := dual.Clone()
-			for k, pod := range v4.Pods {
+			for k, pod := range v4.Pods.All() {
 				q := *pod
 				q.IPs = slices.DeleteFunc(slices.Clone(q.IPs), netip.Addr.Is6)
-				v4.Pods[k] = &q
+				v4.Pods = v4.Pods.With(k, &q)
 			}
-			for k, n := range v4.Nodes {
+			for k, n := range v4.Nodes.All() {
 				q := *n
 				q.PodCIDRs = slices.DeleteFunc(slices.Clone(q.PodCIDRs), func(p netip.Prefix) bool { return p.Addr().Is6() })
-				v4.Nodes[k] = &q
+				v4.Nodes = v4.Nodes.With(k, &q)
 			}
-			for k, pol := range v4.Policies {
+			for k, pol := range v4.Policies.All() {
 				if hasV6Block(pol) {
-					delete(v4.Policies, k)
+					v4.Policies = v4.Policies.Without(k)
 				}
 			}
 			cfg := Config{NodeName: "node-a", DefaultDeny: true}

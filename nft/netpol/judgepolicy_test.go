@@ -19,11 +19,11 @@ func TestPolicyAllowsComposesToJudge(t *testing.T) {
 		t.Run(tc.Name, func(t *testing.T) {
 			st := fixture.New()
 			for _, ns := range netpoltest.Namespaces {
-				st.Namespaces[ns] = netpoltest.Namespace(ns)
+				st.Namespaces = st.Namespaces.With(ns, netpoltest.Namespace(ns))
 			}
 			for _, p := range netpoltest.Pods() {
 				mp := netpoltest.Pod(p, "node-a")
-				st.Pods[mp.Key()] = mp
+				st.Pods = st.Pods.With(mp.Key(), mp)
 			}
 			if err := st.Apply([]byte(tc.Policies)); err != nil {
 				t.Fatal(err)
@@ -38,8 +38,8 @@ func TestPolicyAllowsComposesToJudge(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						out := sideAllows(t, tab, st.State, st.Pods[podKey(from)], false, pkt)
-						in := sideAllows(t, tab, st.State, st.Pods[podKey(to)], true, pkt)
+						out := sideAllows(t, tab, st.State, st.Pods.Get(podKey(from)), false, pkt)
+						in := sideAllows(t, tab, st.State, st.Pods.Get(podKey(to)), true, pkt)
 						if v.Allowed != (out && in) || v.Allowed != tc.Want(from, to, pp.Proto, pp.Port) {
 							t.Errorf("%s -> %s %s/%d: judged %v, policies allow egress %v and ingress %v, want %v",
 								from, to, pp.Proto, pp.Port, v.Allowed, out, in, tc.Want(from, to, pp.Proto, pp.Port))
@@ -56,7 +56,7 @@ func TestPolicyAllowsComposesToJudge(t *testing.T) {
 func sideAllows(t *testing.T, tab *ruleset.Table, st *model.State, pod *model.Pod, isIngress bool, pkt ruleset.Packet) bool {
 	t.Helper()
 	isolated := false
-	for k, pol := range st.Policies {
+	for k, pol := range st.Policies.All() {
 		if !pol.Selects(pod) || (isIngress && !pol.Ingress) || (!isIngress && !pol.Egress) {
 			continue
 		}

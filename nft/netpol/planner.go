@@ -211,7 +211,7 @@ func (p *Planner) Update(st *model.State, ch *model.Changes) Result {
 	podKeys, nsKeys, polKeys, nodeChanged := p.changedKeys(st, ch)
 	res := Result{Policies: polKeys, MayDeny: len(polKeys) > 0 || len(nsKeys) > 0}
 	for _, k := range podKeys {
-		if old, pod := p.pods[k], st.Pods[k]; old != nil && pod != nil && len(old.IPs) > 0 &&
+		if old, pod := p.pods[k], st.Pods.Get(k); old != nil && pod != nil && len(old.IPs) > 0 &&
 			(!maps.Equal(old.Labels, pod.Labels) || !slices.Equal(old.Ports, pod.Ports)) {
 			res.MayDeny = true
 		}
@@ -232,7 +232,7 @@ func (p *Planner) Update(st *model.State, ch *model.Changes) Result {
 		pending[k] = true
 	}
 	for _, name := range nsKeys {
-		if ns := st.Namespaces[name]; ns != nil {
+		if ns := st.Namespaces.Get(name); ns != nil {
 			p.namespaces[name] = ns
 		} else {
 			delete(p.namespaces, name)
@@ -245,12 +245,12 @@ func (p *Planner) Update(st *model.State, ch *model.Changes) Result {
 		p.unplanPod(k)
 	}
 	if nodeChanged {
-		p.node = st.Nodes[p.cfg.NodeName]
+		p.node = st.Nodes.Get(p.cfg.NodeName)
 		p.planLocalCIDRs()
 	}
 	for _, k := range podKeys {
 		p.forgetPod(k)
-		if pod := st.Pods[k]; pod != nil {
+		if pod := st.Pods.Get(k); pod != nil {
 			p.pods[k] = pod
 			if p.byNS[k.Namespace] == nil {
 				p.byNS[k.Namespace] = map[model.PodKey]*model.Pod{}
@@ -260,7 +260,7 @@ func (p *Planner) Update(st *model.State, ch *model.Changes) Result {
 	}
 	nsTouched := map[string]bool{}
 	for _, k := range polKeys {
-		p.replacePolicy(k, st.Policies[k], pending)
+		p.replacePolicy(k, st.Policies.Get(k), pending)
 		nsTouched[k.Namespace] = true
 	}
 	for _, ns := range slices.Sorted(maps.Keys(nsTouched)) {
@@ -282,17 +282,17 @@ func (p *Planner) countAfter(st *model.State, pods []model.PodKey, pols []model.
 	c := p.count
 	for _, k := range pods {
 		c.pod(-1, p.pods[k])
-		c.pod(1, st.Pods[k])
+		c.pod(1, st.Pods.Get(k))
 	}
 	for _, k := range pols {
 		if old := p.plans[k]; old != nil {
 			c.policy(-1, old.pol)
 		}
-		c.policy(1, st.Policies[k])
+		c.policy(1, st.Policies.Get(k))
 	}
 	if node {
 		c.node(-1, p.node)
-		c.node(1, st.Nodes[p.cfg.NodeName])
+		c.node(1, st.Nodes.Get(p.cfg.NodeName))
 	}
 	return c
 }
@@ -311,18 +311,18 @@ func (p *Planner) changedKeys(st *model.State, ch *model.Changes) (pods []model.
 	}
 	pols = diffKeys(old, st.Policies, (*model.Policy).Equal)
 	slices.SortFunc(pols, comparePolicyKey)
-	return pods, nss, pols, !p.node.Equal(st.Nodes[p.cfg.NodeName]) || p.node == nil
+	return pods, nss, pols, !p.node.Equal(st.Nodes.Get(p.cfg.NodeName)) || p.node == nil
 }
 
-func diffKeys[K comparable, V comparable](have, want map[K]V, eq func(V, V) bool) []K {
+func diffKeys[K comparable, V comparable](have map[K]V, want model.Map[K, V], eq func(V, V) bool) []K {
 	var out []K
-	for k, v := range want {
+	for k, v := range want.All() {
 		if o, ok := have[k]; !ok || (o != v && !eq(o, v)) {
 			out = append(out, k)
 		}
 	}
 	for k := range have {
-		if _, ok := want[k]; !ok {
+		if !want.Has(k) {
 			out = append(out, k)
 		}
 	}

@@ -75,7 +75,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 		universe.Add(s)
 	}
 	relabeled := map[model.PodKey]*model.Pod{}
-	for k, p := range universe.Pods {
+	for k, p := range universe.Pods.All() {
 		q := *p
 		q.Labels = map[string]string{"app": "db"}
 		relabeled[k] = &q
@@ -96,36 +96,36 @@ func TestIncrementalEqualsFull(t *testing.T) {
 				case 0:
 					k := pick(rng, universe.Pods)
 					switch {
-					case next.Pods[k] == nil:
-						next.Pods[k] = universe.Pods[k]
-					case rng.IntN(2) == 0 && next.Pods[k] == universe.Pods[k]:
-						next.Pods[k] = relabeled[k]
+					case next.Pods.Get(k) == nil:
+						next.Pods = next.Pods.With(k, universe.Pods.Get(k))
+					case rng.IntN(2) == 0 && next.Pods.Get(k) == universe.Pods.Get(k):
+						next.Pods = next.Pods.With(k, relabeled[k])
 					default:
-						delete(next.Pods, k)
+						next.Pods = next.Pods.Without(k)
 					}
 					ch.Pods.Add(k)
 				case 1:
 					k := pick(rng, universe.Policies)
-					if next.Policies[k] == nil {
-						next.Policies[k] = universe.Policies[k]
+					if next.Policies.Get(k) == nil {
+						next.Policies = next.Policies.With(k, universe.Policies.Get(k))
 					} else {
-						delete(next.Policies, k)
+						next.Policies = next.Policies.Without(k)
 					}
 					ch.Policies.Add(k)
 				case 2:
 					k := pick(rng, universe.Namespaces)
-					if next.Namespaces[k] == nil {
-						next.Namespaces[k] = universe.Namespaces[k]
+					if next.Namespaces.Get(k) == nil {
+						next.Namespaces = next.Namespaces.With(k, universe.Namespaces.Get(k))
 					} else {
-						delete(next.Namespaces, k)
+						next.Namespaces = next.Namespaces.Without(k)
 					}
 					ch.Namespaces.Add(k)
 				case 3:
 					k := pick(rng, universe.Nodes)
-					if next.Nodes[k] == nil {
-						next.Nodes[k] = universe.Nodes[k]
+					if next.Nodes.Get(k) == nil {
+						next.Nodes = next.Nodes.With(k, universe.Nodes.Get(k))
 					} else {
-						delete(next.Nodes, k)
+						next.Nodes = next.Nodes.Without(k)
 					}
 					ch.Nodes.Add(k)
 				}
@@ -140,9 +140,9 @@ func TestIncrementalEqualsFull(t *testing.T) {
 	}
 }
 
-func pick[K comparable, V any](rng *rand.Rand, m map[K]V) K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
+func pick[K comparable, V any](rng *rand.Rand, m model.Map[K, V]) K {
+	keys := make([]K, 0, m.Len())
+	for k := range m.All() {
 		keys = append(keys, k)
 	}
 	// Map order is random; sort for a reproducible pick.

@@ -150,9 +150,9 @@ func (p *Planner) Update(state *model.State, changes *model.Changes) *Result {
 	res := &Result{}
 	touched := map[vipKey]struct{}{}
 	keys := p.affected(state, changes, full)
-	node := state.Nodes[p.cfg.NodeName]
+	node := state.Nodes.Get(p.cfg.NodeName)
 	for _, k := range keys {
-		plans, problem := planPort(state.ServicePorts[k], state.Endpoints[k], node, p.cfg)
+		plans, problem := planPort(state.ServicePorts.Get(k), state.Endpoints.Get(k), node, p.cfg)
 		old := p.claims[k]
 		for _, c := range old {
 			if plans.get(c.key) == nil {
@@ -210,7 +210,7 @@ func (p *Planner) affected(state *model.State, changes *model.Changes, full bool
 	// A change of this node's addresses or name may change every NodePort
 	// and every endpoint's locality.
 	if full || changes.Nodes.Has(p.cfg.NodeName) {
-		for k := range state.ServicePorts {
+		for k := range state.ServicePorts.All() {
 			set[k] = struct{}{}
 		}
 		for k := range p.claims {

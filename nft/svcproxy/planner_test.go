@@ -51,15 +51,19 @@ func TestGolden(t *testing.T) {
 func TestIncrementalEqualsFull(t *testing.T) {
 	universe := modeltest.NewState(nil, nil, nil)
 	for _, c := range svcfixture.Cases() {
-		maps.Copy(universe.ServicePorts, c.State.ServicePorts)
-		maps.Copy(universe.Nodes, c.State.Nodes)
-		for k, e := range c.State.Endpoints {
-			universe.Endpoints[k] = append(universe.Endpoints[k], e...)
+		for k, v := range c.State.ServicePorts.All() {
+			universe.ServicePorts = universe.ServicePorts.With(k, v)
+		}
+		for k, v := range c.State.Nodes.All() {
+			universe.Nodes = universe.Nodes.With(k, v)
+		}
+		for k, e := range c.State.Endpoints.All() {
+			universe.Endpoints = universe.Endpoints.With(k, append(universe.Endpoints.Get(k), e...))
 		}
 	}
 	// Variants a step may switch a key to.
 	altPorts := map[model.ServicePortKey]*model.ServicePort{}
-	for k, sp := range universe.ServicePorts {
+	for k, sp := range universe.ServicePorts.All() {
 		alt := *sp
 		alt.AffinityTimeout = 30 - sp.AffinityTimeout%7
 		alt.ExternalTrafficLocal = !sp.ExternalTrafficLocal
@@ -71,10 +75,10 @@ func TestIncrementalEqualsFull(t *testing.T) {
 		}
 		altPorts[k] = &alt
 	}
-	altNode := *universe.Nodes[svcfixture.NodeName]
+	altNode := *universe.Nodes.Get(svcfixture.NodeName)
 	altNode.InternalIPs = modeltest.Addrs("192.168.1.12", "fd00:1::12")
 	altNode.Zone = "b" // topology picks other endpoints
-	keys := slices.SortedFunc(maps.Keys(universe.ServicePorts), model.ServicePortKey.Compare)
+	keys := slices.SortedFunc(universe.ServicePorts.Keys(), model.ServicePortKey.Compare)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, cfg := range []Config{
 		{NodeName: svcfixture.NodeName},
@@ -89,25 +93,31 @@ func TestIncrementalEqualsFull(t *testing.T) {
 		problems := map[model.ServicePortKey]Problem{}
 		for step := range 400 {
 			next := modeltest.NewState(nil, nil, nil)
-			maps.Copy(next.ServicePorts, prev.ServicePorts)
-			maps.Copy(next.Endpoints, prev.Endpoints)
-			maps.Copy(next.Nodes, prev.Nodes)
+			for k, v := range prev.ServicePorts.All() {
+				next.ServicePorts = next.ServicePorts.With(k, v)
+			}
+			for k, v := range prev.Endpoints.All() {
+				next.Endpoints = next.Endpoints.With(k, v)
+			}
+			for k, v := range prev.Nodes.All() {
+				next.Nodes = next.Nodes.With(k, v)
+			}
 			ch := &model.Changes{}
 			for range 1 + rng.IntN(3) {
 				k := keys[rng.IntN(len(keys))]
 				switch rng.IntN(4) {
 				case 0: // the service port comes, changes or goes
 					switch {
-					case next.ServicePorts[k] == nil:
-						next.ServicePorts[k] = universe.ServicePorts[k]
-					case next.ServicePorts[k] == universe.ServicePorts[k] && rng.IntN(2) == 0:
-						next.ServicePorts[k] = altPorts[k]
+					case next.ServicePorts.Get(k) == nil:
+						next.ServicePorts = next.ServicePorts.With(k, universe.ServicePorts.Get(k))
+					case next.ServicePorts.Get(k) == universe.ServicePorts.Get(k) && rng.IntN(2) == 0:
+						next.ServicePorts = next.ServicePorts.With(k, altPorts[k])
 					default:
-						delete(next.ServicePorts, k)
+						next.ServicePorts = next.ServicePorts.Without(k)
 					}
 					ch.ServicePorts.Add(k)
 				case 1, 2: // a random subset of its endpoints
-					all := universe.Endpoints[k]
+					all := universe.Endpoints.Get(k)
 					var sub model.Endpoints
 					for _, e := range all {
 						if rng.IntN(3) > 0 {
@@ -115,24 +125,24 @@ func TestIncrementalEqualsFull(t *testing.T) {
 						}
 					}
 					if len(sub) == 0 {
-						delete(next.Endpoints, k)
+						next.Endpoints = next.Endpoints.Without(k)
 					} else {
-						next.Endpoints[k] = sub
+						next.Endpoints = next.Endpoints.With(k, sub)
 					}
 					ch.Endpoints.Add(k)
 				case 3: // this node's addresses, or the other node
 					if rng.IntN(2) == 0 {
-						if next.Nodes[svcfixture.NodeName] == universe.Nodes[svcfixture.NodeName] {
-							next.Nodes[svcfixture.NodeName] = &altNode
+						if next.Nodes.Get(svcfixture.NodeName) == universe.Nodes.Get(svcfixture.NodeName) {
+							next.Nodes = next.Nodes.With(svcfixture.NodeName, &altNode)
 						} else {
-							next.Nodes[svcfixture.NodeName] = universe.Nodes[svcfixture.NodeName]
+							next.Nodes = next.Nodes.With(svcfixture.NodeName, universe.Nodes.Get(svcfixture.NodeName))
 						}
 						ch.Nodes.Add(svcfixture.NodeName)
 					} else {
-						if next.Nodes["node-b"] == nil {
-							next.Nodes["node-b"] = universe.Nodes["node-b"]
+						if next.Nodes.Get("node-b") == nil {
+							next.Nodes = next.Nodes.With("node-b", universe.Nodes.Get("node-b"))
 						} else {
-							delete(next.Nodes, "node-b")
+							next.Nodes = next.Nodes.Without("node-b")
 						}
 						ch.Nodes.Add("node-b")
 					}
@@ -174,11 +184,15 @@ func TestEndpointChangeEditsElementsOnly(t *testing.T) {
 	p := New(tab, configOf(c))
 	p.Update(c.State, &model.Changes{Full: true})
 	tab.TakeDirty()
-	for k, eps := range c.State.Endpoints {
+	for k, eps := range c.State.Endpoints.All() {
 		next := modeltest.NewState(nil, nil, nil)
-		maps.Copy(next.ServicePorts, c.State.ServicePorts)
-		maps.Copy(next.Nodes, c.State.Nodes)
-		next.Endpoints[k] = eps[1:]
+		for k, v := range c.State.ServicePorts.All() {
+			next.ServicePorts = next.ServicePorts.With(k, v)
+		}
+		for k, v := range c.State.Nodes.All() {
+			next.Nodes = next.Nodes.With(k, v)
+		}
+		next.Endpoints = next.Endpoints.With(k, eps[1:])
 		ch := &model.Changes{}
 		ch.Endpoints.Add(k)
 		p.Update(next, ch)

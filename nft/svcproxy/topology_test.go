@@ -1,7 +1,6 @@
 package svcproxy
 
 import (
-	"maps"
 	"net/netip"
 	"slices"
 	"testing"
@@ -41,9 +40,15 @@ func TestTopologyPicksThisZonesEndpoints(t *testing.T) {
 	}
 	next := func(edit func(*model.State), ch *model.Changes) {
 		n := modeltest.NewState(nil, nil, nil)
-		maps.Copy(n.ServicePorts, st.ServicePorts)
-		maps.Copy(n.Endpoints, st.Endpoints)
-		maps.Copy(n.Nodes, st.Nodes)
+		for k, v := range st.ServicePorts.All() {
+			n.ServicePorts = n.ServicePorts.With(k, v)
+		}
+		for k, v := range st.Endpoints.All() {
+			n.Endpoints = n.Endpoints.With(k, v)
+		}
+		for k, v := range st.Nodes.All() {
+			n.Nodes = n.Nodes.With(k, v)
+		}
 		edit(n)
 		st = n
 		p.Update(st, ch)
@@ -55,21 +60,21 @@ func TestTopologyPicksThisZonesEndpoints(t *testing.T) {
 	ch := &model.Changes{}
 	ch.Endpoints.Add(webKey)
 	next(func(n *model.State) {
-		eps := slices.Clone(n.Endpoints[webKey])
+		eps := slices.Clone(n.Endpoints.Get(webKey))
 		eps[0].Ready, eps[2].Ready = false, false // zone a's leave
-		n.Endpoints[webKey] = eps
+		n.Endpoints = n.Endpoints.With(webKey, eps)
 	}, ch)
 	check("no ready endpoint in zone a", "10.1.1.3:8080")
 
-	next(func(n *model.State) { n.Endpoints[webKey] = c.State.Endpoints[webKey] }, ch)
+	next(func(n *model.State) { n.Endpoints = n.Endpoints.With(webKey, c.State.Endpoints.Get(webKey)) }, ch)
 	check("zone a's are back", "10.1.0.2:8080", "10.1.2.4:8080")
 
 	ch = &model.Changes{}
 	ch.Nodes.Add(svcfixture.NodeName)
 	next(func(n *model.State) {
-		moved := *n.Nodes[svcfixture.NodeName]
+		moved := *n.Nodes.Get(svcfixture.NodeName)
 		moved.Zone = "b"
-		n.Nodes[svcfixture.NodeName] = &moved
+		n.Nodes = n.Nodes.With(svcfixture.NodeName, &moved)
 	}, ch)
 	check("this node moved to zone b", "10.1.1.3:8080")
 }

@@ -117,13 +117,13 @@ func (s *Server) Sync(ctx context.Context, state *model.State, changes *model.Ch
 		for k := range s.services {
 			touched[k] = struct{}{}
 		}
-		for k, sp := range state.ServicePorts {
+		for k, sp := range state.ServicePorts.All() {
 			s.notePort(k, sp)
 			touched[k.Service()] = struct{}{}
 		}
 	} else {
 		for k := range changes.ServicePorts {
-			s.notePort(k, state.ServicePorts[k])
+			s.notePort(k, state.ServicePorts.Get(k))
 			touched[k.Service()] = struct{}{}
 		}
 		for k := range changes.Endpoints {
@@ -140,7 +140,7 @@ func (s *Server) Sync(ctx context.Context, state *model.State, changes *model.Ch
 	}
 	hosts := []netip.Addr{{}} // every address
 	if s.cfg.Addresses != nil {
-		hosts = s.cfg.Addresses(state.Nodes[s.cfg.NodeName])
+		hosts = s.cfg.Addresses(state.Nodes.Get(s.cfg.NodeName))
 	}
 	want := map[netip.AddrPort]model.ServiceKey{}
 	for svc, v := range s.services {
@@ -183,12 +183,12 @@ func (s *Server) count(svc model.ServiceKey, state *model.State) (service, bool)
 	var out service
 	local := map[netip.Addr]struct{}{}
 	for k := range s.ports[svc] {
-		sp := state.ServicePorts[k]
+		sp := state.ServicePorts.Get(k)
 		if sp == nil {
 			continue
 		}
 		out.port = sp.HealthCheckNodePort
-		for _, e := range state.Endpoints[k] {
+		for _, e := range state.Endpoints.Get(k) {
 			if e.Ready && e.Node == s.cfg.NodeName {
 				local[e.Addr] = struct{}{}
 			}
