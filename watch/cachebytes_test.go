@@ -151,9 +151,9 @@ func measureCacheBytes(b *testing.B, transform cache.TransformFunc) {
 		modelBytes += after - before
 	}
 	state, _ := store.Snapshot()
-	if len(state.ServicePorts) != scaleServices || len(state.Endpoints) != scaleServices || len(state.Pods) != scalePods {
+	if state.ServicePorts.Len() != scaleServices || state.Endpoints.Len() != scaleServices || state.Pods.Len() != scalePods {
 		b.Fatalf("model holds %d service ports, %d endpoint lists, %d pods; want %d, %d, %d",
-			len(state.ServicePorts), len(state.Endpoints), len(state.Pods), scaleServices, scaleServices, scalePods)
+			state.ServicePorts.Len(), state.Endpoints.Len(), state.Pods.Len(), scaleServices, scaleServices, scalePods)
 	}
 	b.ReportMetric(float64(modelBytes)/(1<<20), "model-MiB")
 }

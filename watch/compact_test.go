@@ -144,9 +144,9 @@ func TestCompactFeedsTheModelAsSlimDid(t *testing.T) {
 	}
 	compare("add")
 	state, _ := compactStore.Snapshot()
-	if len(state.ServicePorts) != 3 || len(state.Endpoints) != 3 || len(state.Pods) != 1 {
+	if state.ServicePorts.Len() != 3 || state.Endpoints.Len() != 3 || state.Pods.Len() != 1 {
 		t.Fatalf("the cases reach too little of the model: %d service ports, %d endpoint lists, %d pods",
-			len(state.ServicePorts), len(state.Endpoints), len(state.Pods))
+			state.ServicePorts.Len(), state.Endpoints.Len(), state.Pods.Len())
 	}
 	if got := eventCount(compactMetrics, KindService, resultInvalid) + eventCount(compactMetrics, KindPod, resultInvalid); got != 2 {
 		t.Errorf("invalid events %d, want 2 (a service and a pod)", got)
@@ -209,7 +209,7 @@ func TestCompactObjectsDeleteThroughTombstones(t *testing.T) {
 	if len(cached) < 10 {
 		t.Fatalf("only %d of the cases were compacted", len(cached))
 	}
-	if state, _ := store.Snapshot(); len(state.ServicePorts) == 0 || len(state.Endpoints) == 0 || len(state.Pods) == 0 {
+	if state, _ := store.Snapshot(); state.ServicePorts.Len() == 0 || state.Endpoints.Len() == 0 || state.Pods.Len() == 0 {
 		t.Fatal("the compact objects fed nothing")
 	}
 	for _, c := range cached {
@@ -217,9 +217,9 @@ func TestCompactObjectsDeleteThroughTombstones(t *testing.T) {
 		h.OnDelete(cache.DeletedFinalStateUnknown{Key: key, Obj: c})
 	}
 	state, _ := store.Snapshot()
-	if len(state.ServicePorts)+len(state.Endpoints)+len(state.Pods) != 0 {
+	if state.ServicePorts.Len()+state.Endpoints.Len()+state.Pods.Len() != 0 {
 		t.Errorf("tombstones left %d service ports, %d endpoint lists, %d pods",
-			len(state.ServicePorts), len(state.Endpoints), len(state.Pods))
+			state.ServicePorts.Len(), state.Endpoints.Len(), state.Pods.Len())
 	}
 }
 
@@ -246,7 +246,7 @@ func TestCompactThroughInformers(t *testing.T) {
 	endpoints := func() []string {
 		state, _ := store.Snapshot()
 		var out []string
-		for _, e := range state.Endpoints[key] {
+		for _, e := range state.Endpoints.Get(key) {
 			out = append(out, e.Addr.String())
 		}
 		return out
@@ -272,6 +272,6 @@ func TestCompactThroughInformers(t *testing.T) {
 	}
 	eventually(t, "the service's delete to reach the model", func() bool {
 		state, _ := store.Snapshot()
-		return len(state.ServicePorts) == 0
+		return state.ServicePorts.Len() == 0
 	})
 }
