@@ -72,9 +72,8 @@ func measureChurn(ctx context.Context, o options, bed *cluster.Bed, peers peerBi
 	}
 	res.Enforced = time.Since(begin)
 	fmt.Printf("  policy enforced after %s (%d probes as the policy says)\n", res.Enforced.Round(time.Millisecond), len(fr.Cases()))
-	// Let the syncs that follow the start pass, as in the services scenario.
-	time.Sleep(2 * time.Second)
-	before, err := cluster.ReadProcStat(a.pid())
+	// From a standing start, as in the services scenario.
+	before, _, err := settle(a.pid, 2*time.Second, time.Minute)
 	if err != nil {
 		return fail(err)
 	}

@@ -53,7 +53,7 @@ func main() {
 	flag.StringVar(&o.sizes, "sizes", "1000,10000", "numbers of ClusterIP services, comma-separated, ascending")
 	flag.BoolVar(&o.large, "large", false, "add 50000 services to -sizes (long: ~20 min more on 2 cores)")
 	flag.IntVar(&o.endpoints, "endpoints", 10, "endpoints per service")
-	flag.IntVar(&o.changes, "changes", 20, "endpoint changes measured per run")
+	flag.IntVar(&o.changes, "changes", 100, "endpoint changes measured per run")
 	flag.DurationVar(&o.gap, "gap", 1100*time.Millisecond, "pause after each committed change (kube-proxy's default --min-sync-period is 1 s)")
 	flag.StringVar(&o.impls, "impls", "nfrouter,nfrouter-nolimit,kube-proxy", "implementations to run: nfrouter (deploy/'s GOMEMLIMIT), nfrouter-nolimit, kube-proxy")
 	flag.StringVar(&o.out, "out", "bench-results", "directory for results.json, the table and the plots")
@@ -369,12 +369,14 @@ func measure(ctx context.Context, o options, bed *cluster.Bed, peers peerBinarie
 		return fail(err)
 	}
 	defer w.Close()
-	// Let a sync that follows the first one (kube-proxy's) pass.
-	time.Sleep(2 * time.Second)
-	before, err := cluster.ReadProcStat(a.pid())
+	// The changes are measured from a standing start: the syncs that follow
+	// the first one (kube-proxy's) and the collection of the cold start's
+	// garbage belong to the cold start, not to the first changes.
+	before, settled, err := settle(a.pid, 2*time.Second, time.Minute)
 	if err != nil {
 		return fail(err)
 	}
+	fmt.Printf("  settled after %s\n", settled.Round(100*time.Millisecond))
 	profDone := make(chan struct{})
 	if o.pprof && a.nfr != nil {
 		secs := int((time.Duration(o.changes) * (o.gap + 50*time.Millisecond)).Seconds())
@@ -576,4 +578,27 @@ func makeCommand() string {
 		return "make bench-compare"
 	}
 	return fmt.Sprintf("make bench-compare BENCH_COMPARE_FLAGS=%q", strings.Join(set, " "))
+}
+
+// settle waits until the process has used under 1% of a core for a whole
+// second, after at least min and at most max, and returns its counters then
+// and how long it took.
+func settle(pid func() int, min, max time.Duration) (cluster.ProcStat, time.Duration, error) {
+	begin := time.Now()
+	last, err := cluster.ReadProcStat(pid())
+	if err != nil {
+		return last, 0, err
+	}
+	for {
+		time.Sleep(time.Second)
+		now, err := cluster.ReadProcStat(pid())
+		if err != nil {
+			return now, 0, err
+		}
+		quiet := now.CPUSeconds-last.CPUSeconds < 0.01
+		last = now
+		if took := time.Since(begin); took >= max || (quiet && took >= min) {
+			return now, took, nil
+		}
+	}
 }
