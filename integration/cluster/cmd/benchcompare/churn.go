@@ -66,7 +66,7 @@ func measureChurn(ctx context.Context, o options, bed *cluster.Bed, peers peerBi
 	if err != nil {
 		return fail(err)
 	}
-	defer a.stop()
+	defer a.stopAndKeepLog(filepath.Join(o.out, "churn-"+im+".log"))
 	if err := converge(ctx, a, fr.Cases(), 3*time.Minute); err != nil {
 		return fail(fmt.Errorf("%s does not enforce the field report's policy: %w; see %s", im, err, a.log))
 	}

@@ -93,6 +93,9 @@ type Result struct {
 	Processes    int             `json:"processes_started"`
 	Error        string          `json:"error,omitempty"`
 	Load         string          `json:"loadavg"`
+	// MemLimit is the GOMEMLIMIT nfrouter ran with: deploy/'s, scaled up
+	// beyond the cluster size deploy/ is sized for.
+	MemLimit string `json:"gomemlimit,omitempty"`
 }
 
 // Report is what results.json holds.
@@ -261,7 +264,11 @@ func services(ctx context.Context, o options, bed *cluster.Bed, peers peerBinari
 			p := probes[next]
 			next++
 			phase("%d services: %s on %s (load %s)", size, im, p.node.Name, loadavg())
-			res := measure(ctx, o, bed, peers, scale, p, im, size, memLimit)
+			limit := memLimit
+			if im == "nfrouter" {
+				limit = scaledMemLimit(memLimit, size*o.endpoints)
+			}
+			res := measure(ctx, o, bed, peers, scale, p, im, size, limit)
 			if res.Error != "" {
 				fmt.Printf("  FAILED: %s\n", res.Error)
 			}
@@ -327,13 +334,16 @@ func start(ctx context.Context, bed *cluster.Bed, peers peerBinaries, n *cluster
 func measure(ctx context.Context, o options, bed *cluster.Bed, peers peerBinaries, scale *cluster.ScaleServices,
 	p probe, im string, size int, memLimit string) Result {
 	res := Result{Impl: im, Services: size, Endpoints: o.endpoints, Load: loadavg()}
+	if im == "nfrouter" {
+		res.MemLimit = memLimit
+	}
 	fail := func(err error) Result { res.Error = err.Error(); return res }
 	begin := time.Now()
 	a, err := start(ctx, bed, peers, p.node, im, memLimit, o.pprof)
 	if err != nil {
 		return fail(err)
 	}
-	defer a.stop()
+	defer a.stopAndKeepLog(filepath.Join(o.out, fmt.Sprintf("%s-%d.log", im, size)))
 	for {
 		answer, err := p.client.Ask("tcp", p.vip, p.port, 100*time.Millisecond)
 		if err != nil {
@@ -499,6 +509,24 @@ func deployMemLimit(path string) (string, error) {
 	return string(m[1]), nil
 }
 
+// deploySizedFor is the number of endpoints deploy/'s GOMEMLIMIT and memory
+// limit are sized for (its comment: 10,000 services × 10 endpoints).
+const deploySizedFor = 100_000
+
+// scaledMemLimit is deploy/'s GOMEMLIMIT for a cluster of endpoints: as it
+// is up to the size it is made for, in proportion beyond, as deploy/'s
+// comment tells users to scale it.
+func scaledMemLimit(deploy string, endpoints int) string {
+	if endpoints <= deploySizedFor {
+		return deploy
+	}
+	mib, err := strconv.Atoi(strings.TrimSuffix(deploy, "MiB"))
+	if err != nil || !strings.HasSuffix(deploy, "MiB") {
+		return deploy // a form this scaling does not read: as it is
+	}
+	return strconv.Itoa((mib*endpoints+deploySizedFor-1)/deploySizedFor) + "MiB"
+}
+
 func loadavg() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
@@ -600,5 +628,18 @@ func settle(pid func() int, min, max time.Duration) (cluster.ProcStat, time.Dura
 		if took := time.Since(begin); took >= max || (quiet && took >= min) {
 			return now, took, nil
 		}
+	}
+}
+
+// stopAndKeepLog stops the agent and copies its log (its start-up and sync
+// timings) next to the results; the test bed's copy goes with the bed.
+func (a *agent) stopAndKeepLog(path string) {
+	a.stop()
+	b, err := os.ReadFile(a.log)
+	if err == nil {
+		err = os.WriteFile(path, b, 0o644)
+	}
+	if err != nil {
+		fmt.Println("  keeping the log:", err)
 	}
 }

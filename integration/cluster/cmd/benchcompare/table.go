@@ -43,7 +43,11 @@ func markdown(rep Report, memLimit string) string {
 		withRatio := kp != nil && nf != nil && kp.Error == "" && nf.Error == ""
 		fmt.Fprintf(&b, "\n**%d ClusterIP services × %d endpoints**\n\n|", size, rs[0].Endpoints)
 		for _, r := range rs {
-			fmt.Fprintf(&b, " | %s", label[r.Impl])
+			name := label[r.Impl]
+			if r.Impl == "nfrouter" && r.MemLimit != "" && r.MemLimit != memLimit {
+				name = "nfrouter (deploy/ scaled: GOMEMLIMIT=" + r.MemLimit + ")"
+			}
+			fmt.Fprintf(&b, " | %s", name)
 		}
 		if withRatio {
 			b.WriteString(" | kube-proxy ÷ nfrouter")
