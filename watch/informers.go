@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -17,9 +18,10 @@ import (
 func StartInformers(ctx context.Context, client kubernetes.Interface, f *Feeder, timeout time.Duration, log *slog.Logger) error {
 	// No resync: the Runner's periodic full sync re-reads the model, and an
 	// informer resync would only replay unchanged objects.
+	listInitialState()
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(Compact))
 	handler := f.EventHandler()
-	var delivered []cache.InformerSynced
+	var synced []cache.InformerSynced
 	for kind, inf := range map[string]cache.SharedIndexInformer{
 		KindPod:           factory.Core().V1().Pods().Informer(),
 		KindNamespace:     factory.Core().V1().Namespaces().Informer(),
@@ -32,23 +34,29 @@ func StartInformers(ctx context.Context, client kubernetes.Interface, f *Feeder,
 		if err != nil {
 			return fmt.Errorf("watch %s: add handler: %w", kind, err)
 		}
-		delivered = append(delivered, reg.HasSynced)
+		// A synced cache is not yet a fed model: handlers receive the
+		// initial list asynchronously, and the registration's HasSynced
+		// waits for both. Without it the first sync after a restart saw a
+		// partial model and removed set elements it re-added a moment
+		// later (found by integration/cluster's TestRestart).
+		synced = append(synced, reg.HasSynced)
 	}
 	start := time.Now()
 	factory.Start(ctx.Done())
 	syncCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	for typ, ok := range factory.WaitForCacheSync(syncCtx.Done()) {
-		if !ok {
-			return fmt.Errorf("watch %v: caches not synced within %s", typ, timeout)
+	// Polled every 10 ms, not client-go's 100 ms: the wait is part of
+	// every cold start.
+	err := wait.PollUntilContextCancel(syncCtx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+		for _, s := range synced {
+			if !s() {
+				return false, nil
+			}
 		}
-	}
-	// A synced cache is not yet a fed model: handlers receive the initial
-	// list asynchronously. Without this wait the first sync after a restart
-	// saw a partial model and removed set elements it re-added a moment later
-	// (found by integration/cluster's TestRestart).
-	if !cache.WaitForCacheSync(syncCtx.Done(), delivered...) {
-		return fmt.Errorf("watch: initial objects not delivered within %s", timeout)
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("watch: initial objects not delivered within %s: %w", timeout, err)
 	}
 	log.Info("Informer caches synced", "duration", time.Since(start).Round(time.Millisecond))
 	return nil
