@@ -316,7 +316,7 @@ func start(ctx context.Context, bed *cluster.Bed, peers peerBinaries, n *cluster
 	if im == "nfrouter" {
 		bed.SetNFRouterEnv("GOMEMLIMIT=" + memLimit)
 	} else {
-		bed.SetNFRouterEnv("GOMEMLIMIT=90MiB")
+		bed.SetNFRouterEnv("GOMEMLIMIT=off")
 	}
 	// deploy/'s ConfigMap: firewall and service proxy on, no BGP router.
 	args := []string{"--run-router=false", "--run-firewall=true", "--min-sync-interval=100ms", "--sync-period=5m"}
