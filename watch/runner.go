@@ -32,10 +32,14 @@ type RunnerConfig struct {
 	Period time.Duration
 	// MaxRetryDelay caps the exponential backoff after a failed sync.
 	MaxRetryDelay time.Duration
-	Clock         clock.WithTicker
-	Log           *slog.Logger
-	Metrics       *Metrics
-	Health        *Health
+	// AfterInitialSync, when set, runs once the first sync has returned:
+	// the moment the cold start's garbage can go (cmd/nfrouter returns it
+	// to the OS, so that no later collection of it delays a change).
+	AfterInitialSync func()
+	Clock            clock.WithTicker
+	Log              *slog.Logger
+	Metrics          *Metrics
+	Health           *Health
 }
 
 // Runner wakes the backends: at start, when the store changed (coalesced), on
@@ -102,6 +106,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	for {
 		if synced, _ := r.syncAll(ctx, reason); synced {
 			last = c.Now()
+		}
+		if reason == ReasonInitial && r.cfg.AfterInitialSync != nil {
+			r.cfg.AfterInitialSync()
 		}
 		stopRetry()
 		if d, ok := r.retryDelay(); ok {

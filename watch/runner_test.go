@@ -19,6 +19,8 @@ type runnerFixture struct {
 	runner  *Runner
 	health  *Health
 	metrics *Metrics
+	// afterInitial counts the calls of AfterInitialSync.
+	afterInitial atomic.Int32
 }
 
 const (
@@ -35,6 +37,7 @@ func startRunner(t *testing.T, backends ...Backend) *runnerFixture {
 	f.runner = NewRunner(RunnerConfig{
 		Store: f.store, Backends: backends, MinInterval: testMinInterval, Period: testPeriod,
 		MaxRetryDelay: 4 * time.Second, Clock: f.clock, Log: discardLogger(), Metrics: f.metrics, Health: f.health,
+		AfterInitialSync: func() { f.afterInitial.Add(1) },
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
@@ -91,6 +94,9 @@ func TestRunnerCoalescesChangesWithinMinInterval(t *testing.T) {
 	f.setPod("d", "10.0.0.4")
 	if c := fw.waitCall(t, 3); c.changes.Len() != 1 || !c.changes.Pods.Has(model.PodKey{Namespace: "ns", Name: "d"}) {
 		t.Errorf("sync after quiet period = %+v", c.changes)
+	}
+	if n := f.afterInitial.Load(); n != 1 {
+		t.Errorf("AfterInitialSync ran %d times over 3 syncs, want once", n)
 	}
 }
 
