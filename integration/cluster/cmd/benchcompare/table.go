@@ -41,35 +41,18 @@ func markdown(rep Report, memLimit string) string {
 			}
 		}
 		withRatio := kp != nil && nf != nil && kp.Error == "" && nf.Error == ""
-		fmt.Fprintf(&b, "\n**%d ClusterIP services × %d endpoints**\n\n|", size, rs[0].Endpoints)
+		fmt.Fprintf(&b, "\n**%d ClusterIP services × %d endpoints**\n\n", size, rs[0].Endpoints)
+		var columns []string
 		for _, r := range rs {
 			name := label[r.Impl]
 			if r.Impl == "nfrouter" && r.MemLimit != "" && r.MemLimit != memLimit {
 				name = "nfrouter (deploy/ scaled: GOMEMLIMIT=" + r.MemLimit + ")"
 			}
-			fmt.Fprintf(&b, " | %s", name)
+			columns = append(columns, name)
 		}
-		if withRatio {
-			b.WriteString(" | kube-proxy ÷ nfrouter")
-		}
-		b.WriteString(" |\n|---")
-		for range len(rs) + boolInt(withRatio) {
-			b.WriteString("|---")
-		}
-		b.WriteString("|\n")
+		writeHead(&b, columns, withRatio, "kube-proxy ÷ nfrouter")
 		row := func(name string, cell func(Result) string, ratio func(kp, nf Result) string) {
-			fmt.Fprintf(&b, "| %s", name)
-			for _, r := range rs {
-				if r.Error != "" {
-					b.WriteString(" | failed: " + r.Error)
-					continue
-				}
-				b.WriteString(" | " + cell(r))
-			}
-			if withRatio {
-				b.WriteString(" | " + ratio(*kp, *nf))
-			}
-			b.WriteString(" |\n")
+			writeRow(&b, name, rs, func(r Result) string { return r.Error }, cell, withRatio, func() string { return ratio(*kp, *nf) })
 		}
 		x := func(a, c float64) string {
 			if c == 0 {
@@ -136,31 +119,14 @@ func churnTable(b *strings.Builder, rs []ChurnResult, memLimit string) {
 		}
 	}
 	withRatio := kr != nil && nf != nil && kr.Error == "" && nf.Error == ""
-	fmt.Fprintf(b, "\n**Field report: pod churn with a NetworkPolicy** (%d web pods with 3 ports on one node, a frontend allowed to reach http only, a pod allowed nothing; %d replacements of 8 API writes each, the next one after the new pod's probes match the policy)\n\n|", rs[0].Replicas, rs[0].Replacements)
+	fmt.Fprintf(b, "\n**Field report: pod churn with a NetworkPolicy** (%d web pods with 3 ports on one node, a frontend allowed to reach http only, a pod allowed nothing; %d replacements of 8 API writes each, the next one after the new pod's probes match the policy)\n\n", rs[0].Replicas, rs[0].Replacements)
+	var columns []string
 	for _, r := range rs {
-		fmt.Fprintf(b, " | %s", label[r.Impl])
+		columns = append(columns, label[r.Impl])
 	}
-	if withRatio {
-		b.WriteString(" | kube-router ÷ nfrouter")
-	}
-	b.WriteString(" |\n|---")
-	for range len(rs) + boolInt(withRatio) {
-		b.WriteString("|---")
-	}
-	b.WriteString("|\n")
+	writeHead(b, columns, withRatio, "kube-router ÷ nfrouter")
 	row := func(name string, cell func(ChurnResult) string, ratio func(kr, nf ChurnResult) string) {
-		fmt.Fprintf(b, "| %s", name)
-		for _, r := range rs {
-			if r.Error != "" {
-				b.WriteString(" | failed: " + r.Error)
-				continue
-			}
-			b.WriteString(" | " + cell(r))
-		}
-		if withRatio {
-			b.WriteString(" | " + ratio(*kr, *nf))
-		}
-		b.WriteString(" |\n")
+		writeRow(b, name, rs, func(r ChurnResult) string { return r.Error }, cell, withRatio, func() string { return ratio(*kr, *nf) })
 	}
 	row("CPU per pod replacement (children included)", func(r ChurnResult) string { return fmt.Sprintf("%.1f ms", r.CPUPerReplacement*1000) },
 		func(kr, nf ChurnResult) string {
@@ -184,4 +150,34 @@ func churnTable(b *strings.Builder, rs []ChurnResult, memLimit string) {
 	row("policy enforced after start", func(r ChurnResult) string { return roundDur(r.Enforced).String() },
 		func(kr, nf ChurnResult) string { return "" })
 	row("load average at start", func(r ChurnResult) string { return r.Load }, func(kr, nf ChurnResult) string { return "" })
+}
+
+// writeHead writes a table's header: a column per implementation and, with
+// ratio, the ratio's column.
+func writeHead(b *strings.Builder, columns []string, ratio bool, ratioTitle string) {
+	b.WriteString("|")
+	for _, c := range columns {
+		b.WriteString(" | " + c)
+	}
+	if ratio {
+		b.WriteString(" | " + ratioTitle)
+	}
+	b.WriteString(" |\n|---" + strings.Repeat("|---", len(columns)+boolInt(ratio)) + "|\n")
+}
+
+// writeRow writes one row: each result's cell, or why it failed, then the
+// ratio when there is one.
+func writeRow[R any](b *strings.Builder, name string, rs []R, failed, cell func(R) string, ratio bool, ratioCell func() string) {
+	b.WriteString("| " + name)
+	for _, r := range rs {
+		if err := failed(r); err != "" {
+			b.WriteString(" | failed: " + err)
+			continue
+		}
+		b.WriteString(" | " + cell(r))
+	}
+	if ratio {
+		b.WriteString(" | " + ratioCell())
+	}
+	b.WriteString(" |\n")
 }
