@@ -157,9 +157,10 @@ func endpointSlice(ns, svc string, port int32, addrs ...netip.Addr) *discoveryv1
 }
 
 // Change replaces the first endpoint of service i by a fresh address and
-// returns it. prepare is called with the address just before the update is
-// sent (to start watching for it); sent is when the update went out.
-func (s *ScaleServices) Change(ctx context.Context, i int, prepare func(netip.Addr)) (addr netip.Addr, err error) {
+// returns it with the updated slice's resourceVersion. prepare is called
+// with the address just before the update is sent (to start watching for
+// it).
+func (s *ScaleServices) Change(ctx context.Context, i int, prepare func(netip.Addr)) (addr netip.Addr, resourceVersion string, err error) {
 	s.mu.Lock()
 	sl := s.slices[i].DeepCopy()
 	addr = addrAt(changeBase, s.nextAddr)
@@ -169,12 +170,12 @@ func (s *ScaleServices) Change(ctx context.Context, i int, prepare func(netip.Ad
 	prepare(addr)
 	updated, err := s.client.DiscoveryV1().EndpointSlices(s.Namespace).Update(ctx, sl, metav1.UpdateOptions{})
 	if err != nil {
-		return addr, fmt.Errorf("update endpoint slice %s: %w", sl.Name, err)
+		return addr, "", fmt.Errorf("update endpoint slice %s: %w", sl.Name, err)
 	}
 	s.mu.Lock()
 	s.slices[i] = updated
 	s.mu.Unlock()
-	return addr, nil
+	return addr, updated.ResourceVersion, nil
 }
 
 // PointAt makes a service named name in the scale namespace whose one
@@ -198,4 +199,10 @@ func (s *ScaleServices) PointAt(ctx context.Context, name string, p *Pod, port i
 		return netip.Addr{}, 0, fmt.Errorf("service %s: cluster IP %q: %w", name, created.Spec.ClusterIP, err)
 	}
 	return vip, 80, nil
+}
+
+// WatchChanges watches the scale namespace's slices from now on: when the
+// API server delivered each change.
+func (s *ScaleServices) WatchChanges(ctx context.Context) (*SliceEvents, error) {
+	return WatchSlices(ctx, s.client, s.Namespace)
 }

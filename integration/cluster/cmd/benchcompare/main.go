@@ -81,11 +81,15 @@ type options struct {
 
 // Result is one implementation at one size.
 type Result struct {
-	Impl         string          `json:"impl"`
-	Services     int             `json:"services"`
-	Endpoints    int             `json:"endpoints_per_service"`
-	ColdStart    time.Duration   `json:"cold_start_ns"`
-	Latencies    []time.Duration `json:"change_latencies_ns"`
+	Impl      string          `json:"impl"`
+	Services  int             `json:"services"`
+	Endpoints int             `json:"endpoints_per_service"`
+	ColdStart time.Duration   `json:"cold_start_ns"`
+	Latencies []time.Duration `json:"change_latencies_ns"`
+	// Delivered are the same changes' latencies until the harness's own
+	// watch received them from the API server: the API server's and etcd's
+	// share, which the agent's informer cannot beat.
+	Delivered    []time.Duration `json:"change_delivered_ns,omitempty"`
 	Failed       int             `json:"changes_not_seen"`
 	CPUPerChange float64         `json:"cpu_seconds_per_change"`
 	RSSCold      int64           `json:"rss_after_cold_start_bytes"`
@@ -96,6 +100,19 @@ type Result struct {
 	// MemLimit is the GOMEMLIMIT nfrouter ran with: deploy/'s, scaled up
 	// beyond the cluster size deploy/ is sized for.
 	MemLimit string `json:"gomemlimit,omitempty"`
+}
+
+// AgentLatencies are the changes' latencies from the API server's delivery
+// of the event to the kernel's commit: the agent's share.
+func (r Result) AgentLatencies() []time.Duration {
+	if len(r.Delivered) != len(r.Latencies) {
+		return nil // a run from before Delivered was measured
+	}
+	out := make([]time.Duration, len(r.Latencies))
+	for i, l := range r.Latencies {
+		out[i] = l - r.Delivered[i]
+	}
+	return out
 }
 
 // Report is what results.json holds.
@@ -399,11 +416,17 @@ func measure(ctx context.Context, o options, bed *cluster.Bed, peers peerBinarie
 	} else {
 		close(profDone)
 	}
+	events, err := scale.WatchChanges(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	defer events.Close()
 	for c := range o.changes {
 		i := (c*7919 + 13) % size
 		var wait func(context.Context, time.Duration) (time.Time, error)
 		var sent time.Time
-		if _, err := scale.Change(ctx, i, func(a netip.Addr) { wait = w.Expect(a); sent = time.Now() }); err != nil {
+		_, rv, err := scale.Change(ctx, i, func(a netip.Addr) { wait = w.Expect(a); sent = time.Now() })
+		if err != nil {
 			return fail(err)
 		}
 		at, err := wait(ctx, 60*time.Second)
@@ -413,6 +436,12 @@ func measure(ctx context.Context, o options, bed *cluster.Bed, peers peerBinarie
 			continue
 		}
 		res.Latencies = append(res.Latencies, at.Sub(sent))
+		// By the commit the harness's watch has long had the event.
+		delivered, err := events.Arrived(rv)
+		if err != nil {
+			return fail(err)
+		}
+		res.Delivered = append(res.Delivered, delivered.Sub(sent))
 		time.Sleep(o.gap)
 	}
 	after, err := cluster.ReadProcStat(a.pid())
@@ -425,9 +454,9 @@ func measure(ctx context.Context, o options, bed *cluster.Bed, peers peerBinarie
 	if res.Processes, err = a.execs(); err != nil {
 		return fail(err)
 	}
-	q := quantiles(res.Latencies)
-	fmt.Printf("  %d changes: p50 %s p90 %s p99 %s max %s; CPU %.1f ms per change; peak RSS %s; %d processes\n",
-		len(res.Latencies), q[0], q[1], q[2], q[3], res.CPUPerChange*1000, mib(res.RSSPeak), res.Processes)
+	q, d, ag := quantiles(res.Latencies), quantiles(res.Delivered), quantiles(res.AgentLatencies())
+	fmt.Printf("  %d changes: p50 %s p90 %s p99 %s max %s (delivered p50 %s p99 %s; agent p50 %s p99 %s); CPU %.1f ms per change; peak RSS %s; %d processes\n",
+		len(res.Latencies), q[0], q[1], q[2], q[3], d[0], d[2], ag[0], ag[2], res.CPUPerChange*1000, mib(res.RSSPeak), res.Processes)
 	return res
 }
 

@@ -73,6 +73,15 @@ func markdown(rep Report, memLimit string) string {
 			a, c := quantiles(kp.Latencies), quantiles(nf.Latencies)
 			return x(a[0].Seconds(), c[0].Seconds()) + " / " + x(a[2].Seconds(), c[2].Seconds()) + " (p50 / p99)"
 		})
+		if nf != nil && len(nf.AgentLatencies()) > 0 {
+			row("of which: write → watch event delivered (API server, etcd) / delivered → commit (the agent), p50 / p99", func(r Result) string {
+				d, a := quantiles(r.Delivered), quantiles(r.AgentLatencies())
+				return fmt.Sprintf("%s / %s (API) · %s / %s (agent)", ms(d[0]), ms(d[2]), ms(a[0]), ms(a[2]))
+			}, func(kp, nf Result) string {
+				a, c := quantiles(kp.AgentLatencies()), quantiles(nf.AgentLatencies())
+				return x(a[0].Seconds(), c[0].Seconds()) + " / " + x(a[2].Seconds(), c[2].Seconds()) + " (agent p50 / p99)"
+			})
+		}
 		row("CPU per endpoint change", func(r Result) string { return fmt.Sprintf("%.1f ms", r.CPUPerChange*1000) },
 			func(kp, nf Result) string { return x(kp.CPUPerChange, nf.CPUPerChange) })
 		row("RSS after cold start / peak", func(r Result) string { return fmt.Sprintf("%s / %s", mibN(r.RSSCold), mib(r.RSSPeak)) },
