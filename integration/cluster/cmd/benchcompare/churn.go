@@ -62,7 +62,7 @@ func measureChurn(ctx context.Context, o options, bed *cluster.Bed, peers peerBi
 		return fail(fmt.Errorf("the policy holds on %s before %s runs: the probes would prove nothing", n.Name, im))
 	}
 	begin := time.Now()
-	a, err := start(ctx, bed, peers, n, im, memLimit, o.pprof)
+	a, err := start(ctx, o, bed, peers, n, im, memLimit)
 	if err != nil {
 		return fail(err)
 	}

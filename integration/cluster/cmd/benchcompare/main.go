@@ -62,6 +62,7 @@ func main() {
 	flag.StringVar(&o.churnImpls, "churn-impls", "nfrouter,kube-router", "implementations in the churn scenario: nfrouter (deploy/'s settings), kube-router")
 	flag.IntVar(&o.replacements, "replacements", 20, "pod replacements measured per implementation in the churn scenario")
 	flag.IntVar(&o.replicas, "replicas", 100, "web pods in the churn scenario, all on its node (the field report: a headless service over ~100 churning pods)")
+	flag.StringVar(&o.nfrouterEnv, "nfrouter-env", "", "extra environment of nfrouter's runs, comma-separated (e.g. GOMAXPROCS=1), for trials of settings deploy/ does not have")
 	flag.BoolVar(&o.plots, "plots", true, "draw PNG plots with integration/cluster/tools/plot")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -72,7 +73,7 @@ func main() {
 
 type options struct {
 	cache, nfrouter, repo, sizes, impls, out string
-	scenarios, churnImpls                    string
+	scenarios, churnImpls, nfrouterEnv       string
 	large, pprof, plots                      bool
 	endpoints, changes                       int
 	replacements, replicas                   int
@@ -122,6 +123,8 @@ type Report struct {
 	Started string        `json:"started"`
 	Results []Result      `json:"results"`
 	Churn   []ChurnResult `json:"churn,omitempty"`
+	// NFRouterEnv is -nfrouter-env: settings beyond deploy/'s.
+	NFRouterEnv string `json:"nfrouter_env,omitempty"`
 }
 
 // peerBinaries are the other implementations' programs.
@@ -198,7 +201,7 @@ func run(o options) error {
 	if err := bed.ApplyRBAC(ctx, nil); err != nil {
 		return err
 	}
-	rep := Report{Machine: machine(), Command: makeCommand(), Started: time.Now().UTC().Format(time.RFC3339)}
+	rep := Report{Machine: machine(), Command: makeCommand(), Started: time.Now().UTC().Format(time.RFC3339), NFRouterEnv: o.nfrouterEnv}
 	// The churn first, while the API server holds only its objects.
 	for i, im := range churnImpls {
 		n := bed.Nodes[svcNodes+i]
@@ -315,7 +318,7 @@ type agent struct {
 	nfr   *cluster.NFRouter
 }
 
-func start(ctx context.Context, bed *cluster.Bed, peers peerBinaries, n *cluster.Node, im, memLimit string, pprof bool) (*agent, error) {
+func start(ctx context.Context, o options, bed *cluster.Bed, peers peerBinaries, n *cluster.Node, im, memLimit string) (*agent, error) {
 	switch im {
 	case "kube-proxy", "kube-router":
 		var k *cluster.Peer
@@ -330,14 +333,17 @@ func start(ctx context.Context, bed *cluster.Bed, peers peerBinaries, n *cluster
 		}
 		return &agent{pid: k.Pid, execs: k.Execs, exits: k.Exited(), log: k.Log(), stop: k.Stop}, nil
 	}
+	env := []string{"GOMEMLIMIT=off"}
 	if im == "nfrouter" {
-		bed.SetNFRouterEnv("GOMEMLIMIT=" + memLimit)
-	} else {
-		bed.SetNFRouterEnv("GOMEMLIMIT=off")
+		env[0] = "GOMEMLIMIT=" + memLimit
 	}
+	if o.nfrouterEnv != "" {
+		env = append(env, strings.Split(o.nfrouterEnv, ",")...)
+	}
+	bed.SetNFRouterEnv(env...)
 	// deploy/'s ConfigMap: firewall and service proxy on, no BGP router.
 	args := []string{"--run-router=false", "--run-firewall=true", "--min-sync-interval=100ms", "--sync-period=5m"}
-	if pprof {
+	if o.pprof {
 		args = append(args, "--enable-pprof")
 	}
 	r, err := bed.StartNFRouter(ctx, n, args...)
@@ -356,7 +362,7 @@ func measure(ctx context.Context, o options, bed *cluster.Bed, peers peerBinarie
 	}
 	fail := func(err error) Result { res.Error = err.Error(); return res }
 	begin := time.Now()
-	a, err := start(ctx, bed, peers, p.node, im, memLimit, o.pprof)
+	a, err := start(ctx, o, bed, peers, p.node, im, memLimit)
 	if err != nil {
 		return fail(err)
 	}

@@ -12,6 +12,9 @@ import (
 func markdown(rep Report, memLimit string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Machine: %s. Command: `%s`. Started %s.\n", rep.Machine, rep.Command, rep.Started)
+	if rep.NFRouterEnv != "" {
+		fmt.Fprintf(&b, "nfrouter ran with this environment beyond deploy/'s: `%s`.\n", rep.NFRouterEnv)
+	}
 	var sizes []int
 	for _, r := range rep.Results {
 		if !slices.Contains(sizes, r.Services) {
