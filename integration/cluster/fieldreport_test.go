@@ -44,9 +44,14 @@ func TestFieldReport(t *testing.T) {
 		if err := fr.CreateHeadless(ctx, bed); err != nil {
 			t.Fatal(err)
 		}
-		if err := bed.WaitEndpoints(ctx, fr.Namespace, "web-headless", fr.Web, 30*time.Second); err != nil {
+		// The controller manager's first slice of the run: it once took over
+		// 30 s in CI (which wait it was did not survive). The time says whether
+		// a slow controller manager is the cause if it happens again.
+		created := time.Now()
+		if err := bed.WaitEndpoints(ctx, fr.Namespace, "web-headless", fr.Web, 90*time.Second); err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("endpoints of web-headless listed %s after the service was created", time.Since(created).Round(time.Millisecond))
 		// Wait until every nfrouter has handled the service and its slices...
 		for i, r := range routers {
 			waitMetric(t, ctx, r, "service and slice events", func(m cluster.Metrics) bool {
@@ -134,7 +139,8 @@ func summaries(t *testing.T, ctx context.Context, routers []*cluster.NFRouter) [
 // waitMetric scrapes r until ok holds (30 s at most).
 func waitMetric(t *testing.T, ctx context.Context, r *cluster.NFRouter, what string, ok func(cluster.Metrics) bool) {
 	t.Helper()
-	if _, err := r.WaitMetrics(ctx, 30*time.Second, ok); err != nil {
-		t.Fatalf("%s: %s not seen within 30s: %v", r.Node.Name, what, err)
+	if m, err := r.WaitMetrics(ctx, 30*time.Second, ok); err != nil {
+		t.Fatalf("%s: %s not seen within 30s: %v; last scrape: %s (Service events %v, EndpointSlice events %v)", r.Node.Name, what, err,
+			cluster.SummaryOf(r.Node.Name, m, 0, 0), m.Sum("nfrouter_watch_events_total", `kind="Service"`), m.Sum("nfrouter_watch_events_total", `kind="EndpointSlice"`))
 	}
 }
